@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * DCTCP machinery shared by every algorithm of this project (bpf_dctcp and its
+ * variants): the alpha estimator, the receiver's CE state machine, the loss
+ * reaction, cwnd undo and the non-ECN fallback. Follows net/ipv4/tcp_dctcp.c;
+ * names match it so the two can be read side by side.
+ *
+ * Each including object defines `params`, `stats` and `fallback_name`.
+ */
+#ifndef DCTCP_BPF_CORE_H
+#define DCTCP_BPF_CORE_H
+
+#include "tcp_ca.h"
+
+char _license[] SEC("license") = "GPL";
+
+/* The name of the Reno fallback registered beside the algorithm; set by the loader. */
+const volatile char fallback_name[DCTCP_NAME_MAX] = "";
+
+static __always_inline struct dctcp_state *dctcp_ca(const struct sock *sk)
+{
+	return inet_csk_ca(sk);
+}
+
+/* Start a new observation window: it ends when snd_una passes snd_nxt of now. */
+static __always_inline void dctcp_reset(const struct tcp_sock *tp, struct dctcp_state *ca)
+{
+	ca->next_seq = tp->snd_nxt;
+	ca->old_delivered = tp->delivered;
+	ca->old_delivered_ce = tp->delivered_ce;
+}
+
+/* Called from .release: undo the live-socket count taken in init. */
+static __always_inline void dctcp_core_release(struct sock *sk, struct dctcp_stats *stats)
+{
+	struct dctcp_state *ca = dctcp_ca(sk);
+
+	if (ca->flags & DCTCP_FLAG_LIVE) {
+		ca->flags &= ~DCTCP_FLAG_LIVE;
+		__sync_fetch_and_sub(&stats->sockets, 1);
+	}
+}
+
+/*
+ * Returns false when ECN was not negotiated and the socket was handed to the
+ * Reno fallback. Switching congestion control (rather than flagging Reno mode
+ * in place) is what clears ECT from the socket: the kernel does that on every
+ * switch to an algorithm without TCP_CONG_NEEDS_ECN, and a struct_ops program
+ * may not write inet->tos itself. Non-ECN packets carrying ECT would be marked
+ * instead of dropped by the switch, and nobody would ever react to the mark.
+ */
+static __always_inline bool dctcp_core_init(struct sock *sk, const struct dctcp_params *p,
+					    struct dctcp_stats *stats)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct dctcp_state *ca = dctcp_ca(sk);
+
+	if ((tp->ecn_flags & TCP_ECN_MODE_ANY) ||
+	    sk->__sk_common.skc_state == TCP_LISTEN ||
+	    sk->__sk_common.skc_state == TCP_CLOSE) {
+		ca->prior_rcv_nxt = tp->rcv_nxt;
+		ca->alpha = min(p->alpha_on_init, DCTCP_MAX_ALPHA);
+		ca->loss_cwnd = 0;
+		ca->ce_state = 0;
+		ca->flags = DCTCP_FLAG_LIVE;
+		dctcp_reset(tp, ca);
+		__sync_fetch_and_add(&stats->sockets, 1);
+		__sync_fetch_and_add(&stats->inits, 1);
+		return true;
+	}
+
+	/* No ECN: Reno from here on. This runs .release of this algorithm and
+	 * .init of the fallback before it returns. A child socket may carry the
+	 * listener's flags, so clear them first: this socket was never counted. */
+	ca->flags = 0;
+	if (bpf_setsockopt(sk, SOL_TCP, TCP_CONGESTION, (void *)fallback_name,
+			   sizeof(fallback_name)) == 0)
+		__sync_fetch_and_add(&stats->fallbacks, 1);
+	else
+		__sync_fetch_and_add(&stats->fallback_failed, 1);
+	return false;
+}
+
+/*
+ * Once per window of data (snd_una crossing next_seq):
+ *   alpha = (1 - g) alpha + g F,  F = delivered_ce / delivered over the window.
+ * alpha has 10 fractional bits; g = 2^-shift_g. Counting delivered packets
+ * (SACKed ones too) rather than acked bytes is what the kernel does since 4.20.
+ */
+static __always_inline void dctcp_core_update_alpha(struct sock *sk, u32 shift_g,
+						    struct dctcp_stats *stats)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct dctcp_state *ca = dctcp_ca(sk);
+	u32 delivered_ce, alpha;
+
+	if (before(tp->snd_una, ca->next_seq))
+		return;
+
+	shift_g = min(shift_g, DCTCP_MAX_SHIFT_G);
+	delivered_ce = tp->delivered_ce - ca->old_delivered_ce;
+	alpha = ca->alpha;
+
+	/* (1 - g) alpha, and decay all the way to 0 once alpha >> shift_g is 0
+	 * (the kernel's min_not_zero), or alpha would stick at 2^shift_g - 1. */
+	{
+		u32 decay = alpha >> shift_g;
+
+		alpha -= decay ? decay : alpha;
+	}
+	if (delivered_ce) {
+		u32 delivered = tp->delivered - ca->old_delivered;
+
+		/* g F in 10-bit fixed point: delivered_ce * 2^10 * 2^-shift_g / delivered.
+		 * u32 holds it: delivered_ce < 2^22 per window even at shift_g 0. */
+		delivered_ce <<= (DCTCP_MAX_SHIFT_G - shift_g);
+		delivered_ce /= max(1U, delivered);
+		alpha = min(alpha + delivered_ce, DCTCP_MAX_ALPHA);
+	}
+	ca->alpha = alpha;
+	dctcp_reset(tp, ca);
+	__sync_fetch_and_add(&stats->alpha_updates, 1);
+}
+
+/* RFC 8257 3.5: on loss, halve as Reno does, remembering cwnd for undo. */
+static __always_inline void dctcp_react_to_loss(struct sock *sk, struct dctcp_stats *stats)
+{
+	struct dctcp_state *ca = dctcp_ca(sk);
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	ca->loss_cwnd = tp->snd_cwnd;
+	tp->snd_ssthresh = max(tp->snd_cwnd >> 1U, 2U);
+	__sync_fetch_and_add(&stats->loss_reactions, 1);
+}
+
+/*
+ * Fast recovery: once on entering Recovery, so at most once per window. An
+ * RTO arrives as CA_EVENT_LOSS in cwnd_event instead, so Loss is not handled
+ * here, which keeps it to one reduction per round trip.
+ */
+static __always_inline void dctcp_core_set_state(struct sock *sk, u8 new_state,
+						 struct dctcp_stats *stats)
+{
+	if (new_state == TCP_CA_Recovery && new_state != inet_csk(sk)->icsk_ca_state)
+		dctcp_react_to_loss(sk, stats);
+}
+
+static __always_inline void dctcp_ece_ack_cwr(struct sock *sk, u32 ce_state)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (ce_state == 1)
+		tp->ecn_flags |= TCP_ECN_DEMAND_CWR;
+	else
+		tp->ecn_flags &= ~TCP_ECN_DEMAND_CWR;
+}
+
+/*
+ * Receiver side: echo CE exactly despite delayed ACKs. ce_state remembers
+ * whether the last segment was CE. When it flips, an ACK still pending for
+ * the segments before the flip goes out first with the old ECE value (for
+ * rcv_nxt as it was), then the new state is acknowledged at once.
+ */
+static __always_inline void dctcp_ece_ack_update(struct sock *sk, enum tcp_ca_event ev,
+						 struct dctcp_state *ca)
+{
+	u32 new_ce_state = ev == CA_EVENT_ECN_IS_CE ? 1 : 0;
+
+	if (ca->ce_state != new_ce_state) {
+		if (inet_csk(sk)->icsk_ack.pending & ICSK_ACK_TIMER) {
+			dctcp_ece_ack_cwr(sk, ca->ce_state);
+			bpf_tcp_send_ack(sk, ca->prior_rcv_nxt);
+		}
+		inet_csk(sk)->icsk_ack.pending |= ICSK_ACK_NOW;
+	}
+	ca->prior_rcv_nxt = tcp_sk(sk)->rcv_nxt;
+	ca->ce_state = new_ce_state;
+	dctcp_ece_ack_cwr(sk, new_ce_state);
+}
+
+static __always_inline void dctcp_core_cwnd_event(struct sock *sk, enum tcp_ca_event ev,
+						  struct dctcp_stats *stats)
+{
+	switch (ev) {
+	case CA_EVENT_ECN_IS_CE:
+	case CA_EVENT_ECN_NO_CE:
+		dctcp_ece_ack_update(sk, ev, dctcp_ca(sk));
+		break;
+	case CA_EVENT_LOSS:
+		dctcp_react_to_loss(sk, stats);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Undo a reduction found spurious: back to the cwnd before it. */
+static __always_inline u32 dctcp_core_undo_cwnd(struct sock *sk)
+{
+	return max(tcp_sk(sk)->snd_cwnd, dctcp_ca(sk)->loss_cwnd);
+}
+
+/*
+ * The Reno fallback of an algorithm: Reno with a flag in the per-flow state,
+ * so `loader flows` can tell a fallen-back flow from a kernel reno one.
+ */
+#define DCTCP_DEFINE_RENO_FALLBACK(prefix)                                          \
+SEC("struct_ops")                                                                   \
+void BPF_PROG(prefix##_reno_init, struct sock *sk)                                  \
+{                                                                                   \
+	dctcp_ca(sk)->flags = DCTCP_FLAG_FALLBACK;                                  \
+}                                                                                   \
+SEC("struct_ops")                                                                   \
+u32 BPF_PROG(prefix##_reno_ssthresh, struct sock *sk)                               \
+{                                                                                   \
+	return tcp_reno_ssthresh(sk);                                               \
+}                                                                                   \
+SEC("struct_ops")                                                                   \
+void BPF_PROG(prefix##_reno_cong_avoid, struct sock *sk, u32 ack, u32 acked)        \
+{                                                                                   \
+	tcp_reno_cong_avoid(sk, ack, acked);                                        \
+}                                                                                   \
+SEC("struct_ops")                                                                   \
+u32 BPF_PROG(prefix##_reno_undo_cwnd, struct sock *sk)                              \
+{                                                                                   \
+	return tcp_reno_undo_cwnd(sk);                                              \
+}                                                                                   \
+SEC(".struct_ops.link")                                                             \
+struct tcp_congestion_ops prefix##_reno = {                                         \
+	.init = (void *)prefix##_reno_init,                                         \
+	.ssthresh = (void *)prefix##_reno_ssthresh,                                 \
+	.cong_avoid = (void *)prefix##_reno_cong_avoid,                             \
+	.undo_cwnd = (void *)prefix##_reno_undo_cwnd,                               \
+	.name = "bpf_" #prefix "_reno",                                             \
+}
+
+#endif /* DCTCP_BPF_CORE_H */

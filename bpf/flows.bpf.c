@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * `loader flows`: one flow_record per TCP socket of the iterating task's
+ * network namespace. struct_ops cannot implement get_info, so `ss -ti` shows
+ * nothing for BPF algorithms; this reads the same fields straight from the
+ * socket, and icsk_ca_priv raw for the loader to decode.
+ */
+#include "tcp_ca.h"
+#include <bpf/bpf_endian.h>
+
+char _license[] SEC("license") = "GPL";
+
+#define AF_INET  2
+#define AF_INET6 10
+
+SEC("iter/tcp")
+int dump_tcp(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct flow_record r = {};
+	const struct inet_connection_sock *icsk;
+	struct tcp_sock *tp;
+
+	if (!skc)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp) /* request and time-wait sockets carry no congestion control */
+		return 0;
+	if (skc->skc_state == TCP_LISTEN)
+		return 0;
+	icsk = &tp->inet_conn;
+
+	r.family = skc->skc_family;
+	r.tcp_state = skc->skc_state;
+	r.ca_state = icsk->icsk_ca_state;
+	r.ecn_flags = tp->ecn_flags;
+	r.sport = skc->skc_num;
+	r.dport = bpf_ntohs(skc->skc_dport);
+	if (r.family == AF_INET) {
+		__builtin_memcpy(r.saddr, &skc->skc_rcv_saddr, 4);
+		__builtin_memcpy(r.daddr, &skc->skc_daddr, 4);
+	} else if (r.family == AF_INET6) {
+		bpf_probe_read_kernel(r.saddr, 16, &skc->skc_v6_rcv_saddr);
+		bpf_probe_read_kernel(r.daddr, 16, &skc->skc_v6_daddr);
+	}
+	bpf_probe_read_kernel_str(r.ca_name, sizeof(r.ca_name), icsk->icsk_ca_ops->name);
+	r.snd_cwnd = tp->snd_cwnd;
+	r.snd_ssthresh = tp->snd_ssthresh;
+	r.srtt_us = tp->srtt_us >> 3;
+	r.mss_cache = tp->mss_cache;
+	r.delivered = tp->delivered;
+	r.delivered_ce = tp->delivered_ce;
+	r.bytes_acked = tp->bytes_acked;
+	r.bytes_received = tp->bytes_received;
+	r.sock_cookie = bpf_get_socket_cookie(tp);
+	r.netns_ino = skc->skc_net.net->ns.inum;
+	bpf_probe_read_kernel(&r.ca, sizeof(r.ca), (void *)icsk->icsk_ca_priv);
+
+	bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
+	return 0;
+}

@@ -1,0 +1,101 @@
+//! Where attached algorithms live in bpffs:
+//!
+//! ```text
+//! /sys/fs/bpf/dctcp-bpf/<name>/link            struct_ops link (kernels >= 6.4)
+//! /sys/fs/bpf/dctcp-bpf/<name>/ops             struct_ops map  (map mode, older kernels)
+//! /sys/fs/bpf/dctcp-bpf/<name>/fallback_link   the same for <name>_reno
+//! /sys/fs/bpf/dctcp-bpf/<name>/fallback_ops
+//! /sys/fs/bpf/dctcp-bpf/<name>/params          tunables, rewritten by `loader set`
+//! /sys/fs/bpf/dctcp-bpf/<name>/stats           counters
+//! ```
+//!
+//! A pinned link or map keeps the algorithm registered after the loader exits.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+pub const BPFFS: &str = "/sys/fs/bpf";
+pub const ROOT: &str = "/sys/fs/bpf/dctcp-bpf";
+
+const BPF_FS_MAGIC: i64 = 0xcafe4a11;
+
+/// The pins of one attached instance.
+#[derive(Clone, Debug)]
+pub struct InstanceDir {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+impl InstanceDir {
+    pub fn new(name: &str) -> Self {
+        InstanceDir {
+            name: name.to_string(),
+            path: Path::new(ROOT).join(name),
+        }
+    }
+    pub fn link(&self) -> PathBuf {
+        self.path.join("link")
+    }
+    pub fn ops(&self) -> PathBuf {
+        self.path.join("ops")
+    }
+    pub fn fallback_link(&self) -> PathBuf {
+        self.path.join("fallback_link")
+    }
+    pub fn fallback_ops(&self) -> PathBuf {
+        self.path.join("fallback_ops")
+    }
+    pub fn params(&self) -> PathBuf {
+        self.path.join("params")
+    }
+    pub fn stats(&self) -> PathBuf {
+        self.path.join("stats")
+    }
+    pub fn exists(&self) -> bool {
+        self.path.is_dir()
+    }
+}
+
+pub fn is_bpffs(path: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is NUL-terminated and st is a valid out-pointer.
+    (unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0) && st.f_type as i64 == BPF_FS_MAGIC
+}
+
+/// Mounts bpffs on /sys/fs/bpf if nothing is there yet, as bpftool does.
+pub fn ensure_mounted() -> Result<()> {
+    if is_bpffs(Path::new(BPFFS)) {
+        return Ok(());
+    }
+    let status = std::process::Command::new("mount")
+        .args(["-t", "bpf", "bpf", BPFFS])
+        .status()
+        .context("running mount -t bpf")?;
+    anyhow::ensure!(
+        status.success() && is_bpffs(Path::new(BPFFS)),
+        "{BPFFS} is not a bpf filesystem and mounting one failed; try: mount -t bpf bpf {BPFFS}"
+    );
+    Ok(())
+}
+
+/// Every instance pinned under [`ROOT`], sorted by name.
+pub fn instances() -> Result<Vec<InstanceDir>> {
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(ROOT) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e).with_context(|| format!("reading {ROOT}")),
+    };
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            out.push(InstanceDir::new(&entry.file_name().to_string_lossy()));
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}

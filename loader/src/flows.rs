@@ -1,0 +1,227 @@
+//! `loader flows`: every TCP socket that uses an attached algorithm, in every
+//! network namespace, with what `ss -ti` would show for the kernel's dctcp.
+//!
+//! A BPF iterator (bpf/flows.bpf.c) walks the TCP sockets of the namespace of
+//! the thread that opens it, so the walk is repeated on one thread per
+//! namespace. Namespaces come from /run/netns and from /proc/*/ns/net.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::mem::MaybeUninit;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Iter, Link};
+use serde::Serialize;
+
+use crate::instance::{attached_names, c_str};
+use crate::intf::{self, flow_record, DCTCP_FLAG_FALLBACK, DCTCP_MAX_ALPHA};
+use crate::netns;
+use crate::preflight;
+use crate::skel::flows::FlowsSkelBuilder;
+
+const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+/// A network namespace to look into.
+#[derive(Clone, Debug)]
+pub struct Namespace {
+    /// `host`, the /run/netns name, or `pid:N`.
+    pub label: String,
+    pub path: PathBuf,
+    pub inode: u64,
+}
+
+/// Every network namespace on the machine that has a name or a process
+/// (processes whose namespace we may not open are skipped).
+pub fn namespaces() -> Vec<Namespace> {
+    let mut by_inode: BTreeMap<u64, Namespace> = BTreeMap::new();
+    let mut add = |label: String, path: PathBuf| {
+        if let Some(inode) = netns::inode(&path) {
+            by_inode
+                .entry(inode)
+                .or_insert(Namespace { label, path, inode });
+        }
+    };
+    // The loader's own namespace first, so it is the one called `host`.
+    add("host".into(), PathBuf::from("/proc/self/ns/net"));
+    if let Ok(entries) = std::fs::read_dir("/run/netns") {
+        let mut names: Vec<_> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for name in names {
+            add(name.clone(), Path::new("/run/netns").join(name));
+        }
+    }
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.bytes().all(|b| b.is_ascii_digit()) {
+                add(format!("pid:{name}"), e.path().join("ns/net"));
+            }
+        }
+    }
+    by_inode.into_values().collect()
+}
+
+/// One socket, decoded.
+#[derive(Clone, Debug, Serialize)]
+pub struct Flow {
+    pub netns: String,
+    pub local: String,
+    pub remote: String,
+    pub algorithm: String,
+    /// The socket runs one of our algorithms (or its fallback).
+    pub ours: bool,
+    /// ECN was not negotiated: the flow runs the Reno fallback.
+    pub fallback: bool,
+    pub tcp_state: &'static str,
+    pub ca_state: &'static str,
+    pub ecn: bool,
+    pub cwnd: u32,
+    pub ssthresh: Option<u32>,
+    pub srtt_us: u32,
+    pub mss: u32,
+    /// DCTCP's alpha in 1/1024 (null for other algorithms and the fallback).
+    pub alpha: Option<u32>,
+    pub ce_state: Option<u32>,
+    /// Bytes acknowledged with ECE / in total in the current window, as the
+    /// kernel's dctcp reports them (INET_DIAG_DCTCPINFO).
+    pub ab_ecn: Option<u64>,
+    pub ab_tot: Option<u64>,
+    pub delivered: u32,
+    pub delivered_ce: u32,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    pub cookie: u64,
+}
+
+fn tcp_state_name(s: u8) -> &'static str {
+    match s {
+        1 => "ESTAB",
+        2 => "SYN-SENT",
+        3 => "SYN-RECV",
+        4 => "FIN-WAIT-1",
+        5 => "FIN-WAIT-2",
+        6 => "TIME-WAIT",
+        7 => "CLOSE",
+        8 => "CLOSE-WAIT",
+        9 => "LAST-ACK",
+        10 => "LISTEN",
+        11 => "CLOSING",
+        _ => "?",
+    }
+}
+
+fn ca_state_name(s: u8) -> &'static str {
+    match s {
+        0 => "open",
+        1 => "disorder",
+        2 => "cwr",
+        3 => "recovery",
+        4 => "loss",
+        _ => "?",
+    }
+}
+
+fn addr(family: u8, bytes: &[u8; 16], port: u16) -> String {
+    match family as i32 {
+        libc::AF_INET => format!(
+            "{}:{port}",
+            Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3])
+        ),
+        _ => format!("[{}]:{port}", IpAddr::V6(Ipv6Addr::from(*bytes))),
+    }
+}
+
+fn decode(ns: &str, r: &flow_record, ours: &[String]) -> Flow {
+    let algorithm = c_str(&r.ca_name);
+    let is_ours = ours.contains(&algorithm);
+    let fallback = is_ours && r.ca.flags & DCTCP_FLAG_FALLBACK != 0;
+    let dctcp = is_ours && !fallback;
+    let window = |now: u32, old: u32| u64::from(r.mss_cache) * u64::from(now.wrapping_sub(old));
+    Flow {
+        netns: ns.to_string(),
+        local: addr(r.family, &r.saddr, r.sport),
+        remote: addr(r.family, &r.daddr, r.dport),
+        algorithm,
+        ours: is_ours,
+        fallback,
+        tcp_state: tcp_state_name(r.tcp_state),
+        ca_state: ca_state_name(r.ca_state),
+        ecn: r.ecn_flags & 0x11 != 0,
+        cwnd: r.snd_cwnd,
+        ssthresh: (r.snd_ssthresh < TCP_INFINITE_SSTHRESH).then_some(r.snd_ssthresh),
+        srtt_us: r.srtt_us,
+        mss: r.mss_cache,
+        alpha: dctcp.then_some(r.ca.alpha),
+        ce_state: dctcp.then_some(r.ca.ce_state),
+        ab_ecn: dctcp.then(|| window(r.delivered_ce, r.ca.old_delivered_ce)),
+        ab_tot: dctcp.then(|| window(r.delivered, r.ca.old_delivered)),
+        delivered: r.delivered,
+        delivered_ce: r.delivered_ce,
+        bytes_acked: r.bytes_acked,
+        bytes_received: r.bytes_received,
+        cookie: r.sock_cookie,
+    }
+}
+
+/// Walks the TCP sockets of every namespace. With `all`, sockets of every
+/// congestion control; otherwise only those of attached algorithms.
+pub fn collect(all: bool) -> Result<Vec<Flow>> {
+    preflight::require_root("loader flows")?;
+    preflight::require_btf()?;
+    let ours: Vec<String> = attached_names()
+        .into_iter()
+        .flat_map(|(a, b)| [a, b])
+        .collect();
+
+    let mut storage = MaybeUninit::uninit();
+    let skel = FlowsSkelBuilder::default()
+        .open(&mut storage)
+        .context("opening the flows iterator")?
+        .load()
+        .context("loading the flows iterator (needs BPF iterators, Linux 5.9+)")?;
+    let link = Arc::new(
+        skel.progs
+            .dump_tcp
+            .attach()
+            .context("attaching the TCP iterator")?,
+    );
+
+    let mut flows = Vec::new();
+    for ns in namespaces() {
+        let link = Arc::clone(&link);
+        // A namespace can vanish between listing and entering it.
+        let Ok(records) = netns::run_in(&ns.path, move || read_records(&link)) else {
+            continue;
+        };
+        for r in records.with_context(|| format!("iterating sockets in {}", ns.label))? {
+            let flow = decode(&ns.label, &r, &ours);
+            if all || flow.ours {
+                flows.push(flow);
+            }
+        }
+    }
+    Ok(flows)
+}
+
+fn read_records(link: &Link) -> Result<Vec<flow_record>> {
+    let mut iter = Iter::new(link)?;
+    let mut buf = Vec::new();
+    iter.read_to_end(&mut buf)?;
+    let size = std::mem::size_of::<flow_record>();
+    Ok(buf
+        .chunks_exact(size)
+        .filter_map(intf::from_bytes)
+        .collect())
+}
+
+/// alpha as a fraction, three decimals.
+pub fn alpha_fraction(alpha: u32) -> f64 {
+    f64::from(alpha) / f64::from(DCTCP_MAX_ALPHA)
+}

@@ -1,0 +1,418 @@
+//! attach, detach, list and set: the life of a registered algorithm.
+
+use std::ffi::CStr;
+use std::mem::MaybeUninit;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, OpenMapMut};
+use serde::Serialize;
+
+use crate::algo::{fallback_name, Algo};
+use crate::bpffs::{self, InstanceDir};
+use crate::intf::{self, dctcp_params, dctcp_stats};
+use crate::params::{self, Assignment};
+use crate::preflight;
+use crate::skel::dctcp::DctcpSkelBuilder;
+
+/// How the registration is held in bpffs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttachMode {
+    /// A struct_ops link if the kernel has them (6.4+), else the map.
+    Auto,
+    /// Pin a struct_ops link (Linux 6.4 and later).
+    Link,
+    /// Pin the struct_ops map itself (any kernel with struct_ops).
+    Map,
+}
+
+pub struct AttachRequest {
+    pub algo: Algo,
+    pub name: String,
+    pub params: Vec<Assignment>,
+    pub mode: AttachMode,
+}
+
+const KEY0: [u8; 4] = 0u32.to_ne_bytes();
+
+fn set_c_name(dst: &mut [std::ffi::c_char], name: &str) {
+    dst.fill(0);
+    for (d, s) in dst.iter_mut().zip(name.bytes()) {
+        *d = s as std::ffi::c_char;
+    }
+}
+
+/// Removes an instance's pins and directory; used to undo a failed attach.
+struct PinGuard {
+    dir: InstanceDir,
+    armed: bool,
+}
+
+impl Drop for PinGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = unregister(&self.dir);
+            let _ = std::fs::remove_dir_all(&self.dir.path);
+        }
+    }
+}
+
+/// Loads the algorithm, registers it and its Reno fallback, and pins them so
+/// they outlive this process.
+pub fn attach(req: &AttachRequest) -> Result<InstanceDir> {
+    // Input first: nothing below runs for a bad name or parameter.
+    params::check_name(&req.name)?;
+    let mut p = req.algo.default_params();
+    params::apply(req.algo, &mut p, &req.params)?;
+
+    preflight::require_root("loader attach")?;
+    preflight::require_btf()?;
+    preflight::require_struct_ops()?;
+    let use_link = match req.mode {
+        AttachMode::Auto => preflight::kernel_has_struct_ops_link(),
+        AttachMode::Link => true,
+        AttachMode::Map => false,
+    };
+
+    let dir = InstanceDir::new(&req.name);
+    if dir.exists() {
+        bail!(
+            "`{}` is already attached (pinned at {}); nothing changed. Use `loader set {} ...` to \
+             retune it or `loader detach {}` first",
+            req.name,
+            dir.path.display(),
+            req.name,
+            req.name
+        );
+    }
+    let fallback = fallback_name(&req.name);
+    let taken = preflight::registered_congestion_controls();
+    for n in [&req.name, &fallback] {
+        if taken.iter().any(|t| t == n) {
+            bail!(
+                "the kernel already has a congestion control named `{n}` that loader did not \
+                 pin; pick another name with --name"
+            );
+        }
+    }
+
+    bpffs::ensure_mounted()?;
+    std::fs::create_dir_all(&dir.path)
+        .with_context(|| format!("creating {}", dir.path.display()))?;
+    let mut guard = PinGuard {
+        dir: dir.clone(),
+        armed: true,
+    };
+
+    match req.algo {
+        Algo::Dctcp => load_dctcp(&dir, &req.name, &fallback, &p, use_link)?,
+    }
+    guard.armed = false;
+    tracing::info!(name = %req.name, fallback = %fallback, link = use_link, "attached");
+    Ok(dir)
+}
+
+fn load_dctcp(
+    dir: &InstanceDir,
+    name: &str,
+    fallback: &str,
+    p: &dctcp_params,
+    use_link: bool,
+) -> Result<()> {
+    let mut storage = MaybeUninit::uninit();
+    let mut open = DctcpSkelBuilder::default()
+        .open(&mut storage)
+        .context("opening the BPF object")?;
+
+    set_c_name(&mut open.struct_ops.dctcp_mut().name, name);
+    set_c_name(&mut open.struct_ops.dctcp_reno_mut().name, fallback);
+    let rodata = open
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .context("rodata not mapped")?;
+    set_c_name(&mut rodata.fallback_name, fallback);
+    open.maps
+        .data_params
+        .set_initial_value(&intf::to_bytes(p))?;
+    if !use_link {
+        for map in [&mut open.maps.dctcp, &mut open.maps.dctcp_reno] {
+            clear_link_flag(map)?;
+        }
+    }
+
+    let mut skel = open.load().context(
+        "loading the BPF programs (the verifier log above says why; a kernel without \
+         struct_ops for tcp_congestion_ops or without the tcp_reno_* kfuncs cannot run them)",
+    )?;
+
+    // The fallback first: the main algorithm may hand sockets to it at once.
+    let mut fb_link = skel
+        .maps
+        .dctcp_reno
+        .attach_struct_ops()
+        .context("registering the Reno fallback")?;
+    hold(
+        &mut fb_link,
+        &mut skel.maps.dctcp_reno,
+        &dir.fallback_link(),
+        &dir.fallback_ops(),
+        use_link,
+    )?;
+    let mut link = skel
+        .maps
+        .dctcp
+        .attach_struct_ops()
+        .with_context(|| format!("registering `{name}`"))?;
+    hold(
+        &mut link,
+        &mut skel.maps.dctcp,
+        &dir.link(),
+        &dir.ops(),
+        use_link,
+    )?;
+
+    skel.maps.data_params.pin(dir.params())?;
+    skel.maps.data_stats.pin(dir.stats())?;
+    Ok(())
+}
+
+fn clear_link_flag(map: &mut OpenMapMut<'_>) -> Result<()> {
+    let flags = map.map_flags() & !libbpf_rs::libbpf_sys::BPF_F_LINK;
+    map.set_map_flags(flags)
+        .context("switching struct_ops map to map mode")
+}
+
+/// Makes the registration outlive this process: pin the link, or in map mode
+/// pin the map and disconnect the pseudo-link so dropping it does not
+/// unregister.
+fn hold(
+    link: &mut Link,
+    map: &mut libbpf_rs::MapMut<'_>,
+    link_pin: &Path,
+    map_pin: &Path,
+    use_link: bool,
+) -> Result<()> {
+    if use_link {
+        link.pin(link_pin)
+            .with_context(|| format!("pinning {}", link_pin.display()))
+    } else {
+        map.pin(map_pin)
+            .with_context(|| format!("pinning {}", map_pin.display()))?;
+        link.disconnect();
+        Ok(())
+    }
+}
+
+/// Unregisters main then fallback, whichever way each is held, and unpins.
+fn unregister(dir: &InstanceDir) -> Result<()> {
+    let mut first_err = None;
+    for (link, ops) in [
+        (dir.link(), dir.ops()),
+        (dir.fallback_link(), dir.fallback_ops()),
+    ] {
+        let r = (|| -> Result<()> {
+            if link.exists() {
+                Link::open(&link)?
+                    .detach()
+                    .with_context(|| format!("detaching {}", link.display()))?;
+            }
+            if ops.exists() {
+                MapHandle::from_pinned_path(&ops)?
+                    .delete(&KEY0)
+                    .with_context(|| format!("unregistering {}", ops.display()))?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = r {
+            first_err.get_or_insert(e);
+        }
+    }
+    first_err.map_or(Ok(()), Err)
+}
+
+pub fn detach(name: &str) -> Result<()> {
+    params::check_name(name)?;
+    preflight::require_root("loader detach")?;
+    let dir = InstanceDir::new(name);
+    if !dir.exists() {
+        let known: Vec<_> = bpffs::instances()?.into_iter().map(|d| d.name).collect();
+        crate::usage_bail!(
+            "no algorithm named `{name}` is attached by loader (attached: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        );
+    }
+    unregister(&dir)?;
+    std::fs::remove_dir_all(&dir.path)
+        .with_context(|| format!("removing {}", dir.path.display()))?;
+    // Leave no empty root behind once the last instance is gone.
+    let _ = std::fs::remove_dir(bpffs::ROOT);
+    tracing::info!(name, "detached");
+    Ok(())
+}
+
+pub fn detach_all() -> Result<Vec<String>> {
+    preflight::require_root("loader detach")?;
+    let mut names = Vec::new();
+    for dir in bpffs::instances()? {
+        detach(&dir.name)?;
+        names.push(dir.name);
+    }
+    let _ = std::fs::remove_dir(bpffs::ROOT);
+    Ok(names)
+}
+
+/// One attached instance as `loader list` shows it.
+#[derive(Debug, Serialize)]
+pub struct Instance {
+    pub name: String,
+    pub algo: String,
+    pub fallback: String,
+    pub mode: &'static str,
+    pub registered: bool,
+    pub params: serde_json::Map<String, serde_json::Value>,
+    pub sockets: u64,
+    pub inits: u64,
+    pub fallbacks: u64,
+    pub alpha_updates: u64,
+    pub loss_reactions: u64,
+    pub pin: String,
+    #[serde(skip)]
+    pub params_raw: dctcp_params,
+}
+
+/// The algorithm a pinned instance carries, read back from the kernel: the
+/// struct_ops map behind the link (or the pinned map) has its name.
+fn instance_algo(dir: &InstanceDir) -> Result<(Algo, &'static str)> {
+    let (map_name, mode) = if dir.link().exists() {
+        let info = Link::open(dir.link())?.info()?;
+        let libbpf_rs::query::LinkTypeInfo::StructOps(so) = info.info else {
+            bail!("{} is not a struct_ops link", dir.link().display());
+        };
+        (
+            MapHandle::from_map_id(so.map_id)?
+                .info()?
+                .name()?
+                .to_string(),
+            "link",
+        )
+    } else if dir.ops().exists() {
+        (
+            MapHandle::from_pinned_path(dir.ops())?
+                .info()?
+                .name()?
+                .to_string(),
+            "map",
+        )
+    } else {
+        bail!(
+            "{} holds neither a link nor a struct_ops map; remove it with `loader detach {}`",
+            dir.path.display(),
+            dir.name
+        );
+    };
+    let algo = Algo::from_struct_ops_map(&map_name).with_context(|| {
+        format!(
+            "{}: unknown struct_ops map `{map_name}`",
+            dir.path.display()
+        )
+    })?;
+    Ok((algo, mode))
+}
+
+fn read_value<T: Copy + Default>(pin: &Path) -> Result<T> {
+    let map =
+        MapHandle::from_pinned_path(pin).with_context(|| format!("opening {}", pin.display()))?;
+    anyhow::ensure!(
+        map.value_size() as usize == std::mem::size_of::<T>(),
+        "{}: value is {} bytes, this loader expects {}; was it attached by another version?",
+        pin.display(),
+        map.value_size(),
+        std::mem::size_of::<T>()
+    );
+    let bytes = map.lookup(&KEY0, MapFlags::ANY)?.context("empty map")?;
+    intf::from_bytes(&bytes).context("short map value")
+}
+
+pub fn describe(dir: &InstanceDir) -> Result<Instance> {
+    let (algo, mode) = instance_algo(dir)?;
+    let p: dctcp_params = read_value(&dir.params())?;
+    let s: dctcp_stats = read_value(&dir.stats())?;
+    let registered = preflight::registered_congestion_controls().contains(&dir.name);
+    Ok(Instance {
+        name: dir.name.clone(),
+        algo: algo.key().to_string(),
+        fallback: fallback_name(&dir.name),
+        mode,
+        registered,
+        params: algo
+            .params()
+            .iter()
+            .map(|spec| (spec.name.to_string(), (spec.get)(&p).into()))
+            .collect(),
+        sockets: s.sockets,
+        inits: s.inits,
+        fallbacks: s.fallbacks,
+        alpha_updates: s.alpha_updates,
+        loss_reactions: s.loss_reactions,
+        pin: dir.path.display().to_string(),
+        params_raw: p,
+    })
+}
+
+pub fn list() -> Result<Vec<Instance>> {
+    preflight::require_root("loader list")?;
+    bpffs::instances()?.iter().map(describe).collect()
+}
+
+/// Rewrites the tunables of a live instance; sockets see them on their next
+/// ACK. Returns the parameters now in force.
+pub fn set(name: &str, assignments: &[Assignment]) -> Result<String> {
+    params::check_name(name)?;
+    if assignments.is_empty() {
+        crate::usage_bail!(
+            "nothing to set: give name=value pairs, e.g. `loader set {name} shift_g=5`"
+        );
+    }
+    preflight::require_root("loader set")?;
+    let dir = InstanceDir::new(name);
+    if !dir.exists() {
+        crate::usage_bail!("no algorithm named `{name}` is attached by loader (see `loader list`)");
+    }
+    let (algo, _) = instance_algo(&dir)?;
+    let mut p: dctcp_params = read_value(&dir.params())?;
+    params::apply(algo, &mut p, assignments)?;
+    MapHandle::from_pinned_path(dir.params())?
+        .update(&KEY0, &intf::to_bytes(&p), MapFlags::ANY)
+        .context("writing the parameters")?;
+    Ok(params::describe(algo, &p))
+}
+
+/// Names (main and fallback) of every attached instance, for `loader flows`.
+pub fn attached_names() -> Vec<(String, String)> {
+    bpffs::instances()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| {
+            let fb = fallback_name(&d.name);
+            (d.name, fb)
+        })
+        .collect()
+}
+
+pub fn c_str(bytes: &[std::ffi::c_char]) -> String {
+    let bytes: Vec<u8> = bytes
+        .iter()
+        .map(|&c| c as u8)
+        .chain(std::iter::once(0))
+        .collect();
+    CStr::from_bytes_until_nul(&bytes)
+        .map(|c| c.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}

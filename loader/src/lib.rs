@@ -1,0 +1,14 @@
+//! dctcp-bpf's loader: registers DCTCP-family congestion controls as BPF
+//! struct_ops, keeps them registered through bpffs pins, tunes them live and
+//! shows the sockets that use them.
+
+pub mod algo;
+pub mod bpffs;
+pub mod error;
+pub mod flows;
+pub mod instance;
+pub mod intf;
+pub mod netns;
+pub mod params;
+pub mod preflight;
+mod skel;

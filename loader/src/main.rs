@@ -1,0 +1,89 @@
+//! `loader`: attach, detach, list, set and inspect BPF congestion controls.
+
+mod cli;
+mod output;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Parser;
+
+use cli::{Cli, Command};
+use loader::error::UsageError;
+use loader::{flows, instance};
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Attach {
+            algo,
+            name,
+            params,
+            mode,
+        } => {
+            let name = name.unwrap_or_else(|| algo.default_name().to_string());
+            let req = instance::AttachRequest {
+                algo,
+                name,
+                params,
+                mode,
+            };
+            let dir = instance::attach(&req)?;
+            let inst = instance::describe(&dir)?;
+            println!(
+                "attached {} ({}, fallback {}) with {}; pinned at {}",
+                inst.name,
+                inst.algo,
+                inst.fallback,
+                loader::params::describe(algo, &inst.params_raw),
+                inst.pin
+            );
+        }
+        Command::Detach {
+            name: Some(name), ..
+        } => {
+            instance::detach(&name)?;
+            println!("detached {name}");
+        }
+        Command::Detach { name: None, .. } => {
+            let names = instance::detach_all()?;
+            if names.is_empty() {
+                println!("nothing attached");
+            }
+            for name in names {
+                println!("detached {name}");
+            }
+        }
+        Command::List { json } => output::instances(&instance::list()?, json)?,
+        Command::Set { name, params } => {
+            let now = instance::set(&name, &params)?;
+            println!("{name}: {now}");
+        }
+        Command::Flows { all, json } => output::flows(&flows::collect(all)?, json)?,
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`loader flows | head`), as a filter should.
+    // SAFETY: setting a signal disposition before any thread exists.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let cli = Cli::parse();
+    let level = ["warn", "info", "debug"][usize::from(cli.verbose.min(2))];
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("loader: {e:#}");
+            if e.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}

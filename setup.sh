@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One-command set-up for dctcp-bpf on Debian bookworm (run as root: `sudo ./setup.sh`).
+# Installs every system package and tool the build, the tests and the labs use.
+# Idempotent: running it again only installs what is missing.
+set -euo pipefail
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "setup.sh: must run as root (try: sudo ./setup.sh)" >&2
+    exit 1
+fi
+. /etc/os-release
+if [ "${ID:-}" != debian ] || [ "${VERSION_CODENAME:-}" != bookworm ]; then
+    echo "setup.sh: written for Debian bookworm; this is ${PRETTY_NAME:-unknown}." >&2
+    echo "  Ubuntu 24.04: apt install clang llvm libelf-dev zlib1g-dev pkg-config libclang-dev" >&2
+    echo "  iproute2 ethtool iperf3 linux-tools-common linux-tools-\$(uname -r) tmux util-linux; cargo install just" >&2
+    exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+# bpftool 7.5 (regenerating vmlinux.h, inspecting struct_ops) and the stock 6.12
+# kernel for `just vm-test` come from bookworm-backports.
+bp=/etc/apt/sources.list.d/bookworm-backports.list
+if ! grep -rqs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo "deb http://deb.debian.org/debian bookworm-backports main" >"$bp"
+fi
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends \
+    clang-19 llvm-19 libclang-19-dev libelf-dev zlib1g-dev pkg-config make \
+    iproute2 ethtool iperf3 util-linux procps tmux passwd \
+    >/dev/null
+apt-get install -y -qq --no-install-recommends -t bookworm-backports bpftool >/dev/null
+
+# clang-19 is the BPF compiler; libbpf-cargo calls `clang`.
+for t in clang llvm-strip; do
+    [ -x "/usr/local/bin/$t" ] || ln -sf "/usr/bin/$t-19" "/usr/local/bin/$t"
+done
+
+# Rust comes from rustup (bookworm's rustc 1.63 is too old for libbpf-rs).
+if ! command -v cargo >/dev/null; then
+    for d in "${SUDO_USER:+$(getent passwd "$SUDO_USER" | cut -d: -f6)}" /root; do
+        [ -n "$d" ] && [ -x "$d/.cargo/bin/cargo" ] && export PATH="$d/.cargo/bin:$PATH" && break
+    done
+fi
+if ! command -v cargo >/dev/null; then
+    echo "setup.sh: cargo not found; install Rust with rustup (https://rustup.rs), then rerun." >&2
+    exit 1
+fi
+command -v just >/dev/null || cargo install --locked --quiet just
+[ -x /usr/local/bin/just ] || ln -sf "$(command -v just)" /usr/local/bin/just
+
+# bpffs: the loader pins algorithms under /sys/fs/bpf/dctcp-bpf.
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+
+echo "setup.sh: done. Next: just test"
