@@ -34,6 +34,15 @@ impl InstanceDir {
             path: Path::new(ROOT).join(name),
         }
     }
+    /// Sibling used while an instance is being attached or detached; `+`
+    /// cannot start an instance name (bpffs refuses names with dots).
+    pub fn staging(name: &str, what: &str) -> Self {
+        InstanceDir {
+            name: name.to_string(),
+            path: Path::new(ROOT).join(format!("+{what}-{name}-{}", std::process::id())),
+        }
+    }
+
     pub fn link(&self) -> PathBuf {
         self.path.join("link")
     }
@@ -92,7 +101,8 @@ pub fn instances() -> Result<Vec<InstanceDir>> {
     };
     for entry in entries {
         let entry = entry?;
-        if entry.file_type()?.is_dir() {
+        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        if entry.file_type()?.is_dir() && !hidden {
             out.push(InstanceDir::new(&entry.file_name().to_string_lossy()));
         }
     }

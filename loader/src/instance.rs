@@ -99,19 +99,35 @@ pub fn attach(req: &AttachRequest) -> Result<InstanceDir> {
     }
 
     bpffs::ensure_mounted()?;
-    std::fs::create_dir_all(&dir.path)
-        .with_context(|| format!("creating {}", dir.path.display()))?;
+    // Pins go into a hidden staging directory renamed into place at the end,
+    // so `list` never sees half an instance.
+    let staging = InstanceDir::staging(&req.name, "attaching");
+    create_instance_dir(&staging)?;
     let mut guard = PinGuard {
-        dir: dir.clone(),
+        dir: staging.clone(),
         armed: true,
     };
 
     match req.algo {
-        Algo::Dctcp => load_dctcp(&dir, &req.name, &fallback, &p, use_link)?,
+        Algo::Dctcp => load_dctcp(&staging, &req.name, &fallback, &p, use_link)?,
     }
+    std::fs::rename(&staging.path, &dir.path)
+        .with_context(|| format!("moving {} into place", staging.path.display()))?;
     guard.armed = false;
     tracing::info!(name = %req.name, fallback = %fallback, link = use_link, "attached");
     Ok(dir)
+}
+
+/// A concurrent `detach` of the last other instance may remove the root
+/// between our creating it and our subdirectory: retry then.
+fn create_instance_dir(dir: &InstanceDir) -> Result<()> {
+    let mut tries = 0;
+    loop {
+        match std::fs::create_dir_all(&dir.path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 5 => tries += 1,
+            r => return r.with_context(|| format!("creating {}", dir.path.display())),
+        }
+    }
 }
 
 fn load_dctcp(
@@ -248,9 +264,17 @@ pub fn detach(name: &str) -> Result<()> {
             }
         );
     }
-    unregister(&dir)?;
-    std::fs::remove_dir_all(&dir.path)
-        .with_context(|| format!("removing {}", dir.path.display()))?;
+    // Out of sight first, so `list` and a concurrent detach skip it.
+    let staging = InstanceDir::staging(name, "detaching");
+    std::fs::rename(&dir.path, &staging.path).with_context(|| {
+        format!(
+            "`{name}` is being detached by someone else ({})",
+            dir.path.display()
+        )
+    })?;
+    unregister(&staging)?;
+    std::fs::remove_dir_all(&staging.path)
+        .with_context(|| format!("removing {}", staging.path.display()))?;
     // Leave no empty root behind once the last instance is gone.
     let _ = std::fs::remove_dir(bpffs::ROOT);
     tracing::info!(name, "detached");
@@ -366,9 +390,24 @@ pub fn describe(dir: &InstanceDir) -> Result<Instance> {
     })
 }
 
+/// Every attached instance. One that cannot be read (detached meanwhile,
+/// or pinned by another version) is reported on stderr and skipped.
 pub fn list() -> Result<Vec<Instance>> {
     preflight::require_root("loader list")?;
-    bpffs::instances()?.iter().map(describe).collect()
+    Ok(bpffs::instances()?
+        .iter()
+        .filter_map(|dir| match describe(dir) {
+            Ok(i) => Some(i),
+            Err(e) if !dir.exists() => {
+                tracing::debug!("{} went away: {e:#}", dir.name);
+                None
+            }
+            Err(e) => {
+                tracing::warn!("skipping {}: {e:#}", dir.path.display());
+                None
+            }
+        })
+        .collect())
 }
 
 /// Rewrites the tunables of a live instance; sockets see them on their next

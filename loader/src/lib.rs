@@ -12,3 +12,4 @@ pub mod netns;
 pub mod params;
 pub mod preflight;
 mod skel;
+pub mod sockopt;

@@ -1,0 +1,65 @@
+# dctcp-bpf: every recipe a user or CI runs. `just --list` shows them.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+# cargo from rustup, also under sudo
+export PATH := env_var('HOME') + "/.cargo/bin:" + env_var('PATH')
+
+loader := "target/release/loader"
+
+# Show the recipes
+default:
+    @just --list
+
+# Install every system package and tool (Debian bookworm; needs root)
+setup:
+    ./setup.sh
+
+# Build the loader (with its BPF objects) and the lab
+build:
+    cargo build --release --workspace
+
+# Unit and integration tests on the running kernel (root), then a leak check
+test: _root
+    cargo test --workspace
+    just check-leftovers
+
+# Register bpf_dctcp with default parameters and show it
+attach: _root build
+    {{loader}} attach --algo dctcp
+    {{loader}} list
+
+# Unregister every algorithm the loader attached
+detach: _root build
+    {{loader}} detach --all
+
+# Fail if a test or lab left a namespace, link, pin, registration or program
+check-leftovers: _root
+    #!/usr/bin/env bash
+    set -euo pipefail
+    # Programs are freed once the last socket using them closes (after RCU).
+    for _ in $(seq 50); do
+        progs=$(bpftool prog show 2>/dev/null | grep -cE ' name (dctcp_|dump_tcp)' || true)
+        [ "$progs" -eq 0 ] && break
+        sleep 0.1
+    done
+    ns=$(ip netns list | grep -cE '^dl[0-9a-f]+x' || true)
+    links=$(ls /sys/class/net | grep -cE '^dl[0-9a-f]+x' || true)
+    pins=$( (find /sys/fs/bpf/dctcp-bpf 2>/dev/null || true) | wc -l)
+    cc=$(tr ' ' '\n' </proc/sys/net/ipv4/tcp_available_congestion_control | grep -cE '^(bpf_dctcp|t_)' || true)
+    echo "leftovers: $ns namespaces, $links links, $pins pins, $cc registrations, $progs programs"
+    failed=0
+    for n in "$ns" "$links" "$pins" "$cc" "$progs"; do [ "$n" -eq 0 ] || failed=$((failed + 1)); done
+    echo "check-leftovers: $((5 - failed)) passed, $failed failed"
+    [ "$failed" -eq 0 ]
+
+# Regenerate the vendored bpf/vmlinux/vmlinux.h from the running kernel's BTF
+vmlinux:
+    bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux/vmlinux.h
+
+# Remove lab namespaces and links left by crashed runs
+cleanup: _root
+    cargo run --quiet --release -p netns-lab --bin lab -- cleanup
+
+_root:
+    @[ "$(id -u)" -eq 0 ] || { echo "this recipe loads BPF and creates namespaces: run it as root (sudo -E env PATH=\"\$PATH\" just ...)" >&2; exit 1; }

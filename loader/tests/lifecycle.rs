@@ -1,0 +1,198 @@
+//! attach / list / set / detach against the running kernel, and bad input.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+#[test]
+fn attach_outlives_loader_and_detach_removes_everything() {
+    require_root();
+    // The default name, as a user types it.
+    let out = loader_ok(&["attach", "--algo", "dctcp"]);
+    assert!(out.contains("attached bpf_dctcp"), "{out}");
+    let guard = Attached {
+        name: "bpf_dctcp".into(),
+    };
+    // The loader process has exited: the pins keep both registered.
+    assert!(
+        registered("bpf_dctcp"),
+        "bpf_dctcp not in tcp_available_congestion_control"
+    );
+    assert!(registered("bpf_dctcp_reno"));
+    let dir = Path::new("/sys/fs/bpf/dctcp-bpf/bpf_dctcp");
+    for pin in ["link", "fallback_link", "params", "stats"] {
+        assert!(dir.join(pin).exists(), "missing pin {pin}");
+    }
+    let listed = guard.listed();
+    assert_eq!(listed["algo"], "dctcp");
+    assert_eq!(listed["mode"], "link");
+    assert_eq!(listed["registered"], true);
+    assert_eq!(listed["params"]["shift_g"], 4);
+    assert_eq!(listed["params"]["alpha_on_init"], 1024);
+
+    loader_ok(&["detach", "bpf_dctcp"]);
+    std::mem::forget(guard);
+    assert!(!registered("bpf_dctcp"));
+    assert!(!registered("bpf_dctcp_reno"));
+    assert!(!dir.exists(), "pins left behind");
+}
+
+#[test]
+fn map_mode_holds_registration_without_a_link() {
+    require_root();
+    let a = Attached::new("t_map", &["--mode", "map"]);
+    assert!(registered("t_map") && registered("t_map_reno"));
+    let dir = Path::new("/sys/fs/bpf/dctcp-bpf/t_map");
+    assert!(dir.join("ops").exists() && !dir.join("link").exists());
+    assert_eq!(a.listed()["mode"], "map");
+    loader_ok(&["detach", "t_map"]);
+    assert!(!registered("t_map") && !registered("t_map_reno"));
+    assert!(!dir.exists());
+}
+
+#[test]
+fn set_rewrites_parameters_of_a_live_instance() {
+    require_root();
+    let a = Attached::new("t_set", &["--param", "shift_g=5"]);
+    assert_eq!(a.listed()["params"]["shift_g"], 5);
+    let out = loader_ok(&["set", "t_set", "shift_g=7", "alpha_on_init=300"]);
+    assert!(out.contains("shift_g=7 alpha_on_init=300"), "{out}");
+    let listed = a.listed();
+    assert_eq!(listed["params"]["shift_g"], 7);
+    assert_eq!(listed["params"]["alpha_on_init"], 300);
+
+    // Out of range: refused, nothing changed.
+    let out = loader(&["set", "t_set", "shift_g=11"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("0..=10"));
+    assert_eq!(a.listed()["params"]["shift_g"], 7);
+}
+
+#[test]
+fn double_attach_says_so_and_changes_nothing() {
+    require_root();
+    let a = Attached::new("t_dbl", &["--param", "shift_g=5"]);
+    let out = loader(&[
+        "attach",
+        "--algo",
+        "dctcp",
+        "--name",
+        "t_dbl",
+        "--param",
+        "shift_g=6",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("already attached"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(a.listed()["params"]["shift_g"], 5);
+    assert!(registered("t_dbl"));
+}
+
+/// Bad input: exit status 2, a message naming the valid choices, and no
+/// registration, pin or directory left.
+#[test]
+fn bad_input_is_refused_before_the_kernel_is_touched() {
+    require_root();
+    let cases: &[(&[&str], &str)] = &[
+        (&["attach", "--algo", "cubic"], "possible values: dctcp"),
+        (
+            &[
+                "attach",
+                "--algo",
+                "dctcp",
+                "--name",
+                "t_bad",
+                "--param",
+                "shift_g=11",
+            ],
+            "0..=10",
+        ),
+        (
+            &[
+                "attach",
+                "--algo",
+                "dctcp",
+                "--name",
+                "t_bad",
+                "--param",
+                "alpha_on_init=2000",
+            ],
+            "0..=1024",
+        ),
+        (
+            &[
+                "attach", "--algo", "dctcp", "--name", "t_bad", "--param", "gain=3",
+            ],
+            "unknown parameter `gain`",
+        ),
+        (
+            &[
+                "attach", "--algo", "dctcp", "--name", "t_bad", "--param", "shift_g",
+            ],
+            "name=value",
+        ),
+        (
+            &["attach", "--algo", "dctcp", "--name", "much_too_long"],
+            "1 to 10 characters",
+        ),
+        (&["detach", "t_nosuch"], "no algorithm named `t_nosuch`"),
+        (
+            &["set", "t_nosuch", "shift_g=3"],
+            "no algorithm named `t_nosuch`",
+        ),
+    ];
+    for (args, expect) in cases {
+        let out = loader(args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "loader {args:?}: {}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains(expect),
+            "loader {args:?}: expected `{expect}` in: {}",
+            stderr(&out)
+        );
+    }
+    assert!(!registered("t_bad") && !registered("t_bad_reno"));
+    assert!(!Path::new("/sys/fs/bpf/dctcp-bpf/t_bad").exists());
+}
+
+#[test]
+fn unprivileged_user_gets_told_to_use_root() {
+    require_root();
+    // A copy nobody can execute, wherever the checkout lives.
+    let dir = std::env::temp_dir().join(format!("loader-nobody-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("loader");
+    std::fs::copy(env!("CARGO_BIN_EXE_loader"), &bin).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for args in [
+        &["attach", "--algo", "dctcp", "--name", "t_nobody"][..],
+        &["list"],
+        &["detach", "--all"],
+        &["flows"],
+    ] {
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&bin)
+            .args(args)
+            .output()
+            .expect("setpriv (util-linux)");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("needs root"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(!registered("t_nobody"));
+}

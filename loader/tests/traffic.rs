@@ -1,0 +1,147 @@
+//! Real TCP between two namespaces over veth with the BPF algorithm on both
+//! ends: what the sockets used, what `loader flows` showed, what went on the
+//! wire.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use common::*;
+
+const MB: u64 = 1 << 20;
+
+#[test]
+fn bulk_transfer_runs_bpf_dctcp_on_both_ends() {
+    require_root();
+    let a = Attached::new("t_bulk", &[]);
+    let pair = Pair::new();
+    let stop = Arc::new(AtomicBool::new(false));
+    let capture = count_ecn_marks(&pair.server, &pair.server_if, PORT, stop.clone());
+
+    let t = Transfer::start(&pair, "t_bulk", Some("t_bulk"), 64 * MB, 64 * MB);
+    t.wait_paused();
+    let flows = flows_of("t_bulk");
+    t.resume();
+    let (client, server) = t.finish();
+    stop.store(true, Ordering::Relaxed);
+    let (data, ect) = capture.join().unwrap().unwrap();
+
+    assert_eq!(client.bytes, 128 * MB);
+    assert_eq!(server.bytes, 128 * MB, "receiver got every byte");
+    for end in [&client, &server] {
+        assert_eq!(end.ca_at_start, "t_bulk");
+        assert_eq!(end.ca_at_end, "t_bulk");
+    }
+
+    // Both sockets were visible, in their namespaces, mid-transfer.
+    assert_eq!(flows.len(), 2, "loader flows while running: {flows:#?}");
+    let sender = flows
+        .iter()
+        .find(|f| {
+            f["local"]
+                == format!(
+                    "{CLIENT_ADDR}:{}",
+                    f["local"].as_str().unwrap().rsplit(':').next().unwrap()
+                )
+                .as_str()
+        })
+        .expect("client socket");
+    assert_eq!(sender["netns"], pair.client.name());
+    assert_eq!(sender["remote"], format!("{SERVER_ADDR}:{PORT}"));
+    assert_eq!(sender["fallback"], false);
+    assert_eq!(sender["ecn"], true);
+    assert!(sender["cwnd"].as_u64().unwrap() >= 2);
+    assert!(sender["bytes_acked"].as_u64().unwrap() >= 32 * MB);
+    // No switch marks here: alpha decays from 1.0 once a window completes,
+    // which only our in_ack_event can have done.
+    let alpha = sender["alpha"].as_u64().expect("alpha shown");
+    assert!(alpha < 1024, "alpha never updated: {sender}");
+    assert!(sender["ab_tot"].is_u64() && sender["ce_state"].is_u64());
+    assert!(flows.iter().any(|f| f["netns"] == pair.server.name()));
+
+    // DCTCP's data segments carry ECT on the wire.
+    assert!(data >= 20, "captured only {data} data segments");
+    assert!(
+        ect * 100 >= data * 99,
+        "{ect} of {data} data segments carried ECT"
+    );
+
+    let listed = a.listed();
+    assert!(listed["inits"].as_u64().unwrap() >= 2, "{listed}");
+    assert!(listed["alpha_updates"].as_u64().unwrap() > 0, "{listed}");
+    assert_eq!(listed["fallbacks"], 0);
+}
+
+#[test]
+fn without_ecn_the_flow_falls_back_to_reno_and_stops_sending_ect() {
+    require_root();
+    let a = Attached::new("t_fb", &[]);
+    let pair = Pair::new();
+    // A receiver that will not negotiate ECN.
+    pair.server.sysctl("net.ipv4.tcp_ecn", "0").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let capture = count_ecn_marks(&pair.server, &pair.server_if, PORT, stop.clone());
+
+    let t = Transfer::start(&pair, "t_fb", None, 16 * MB, 16 * MB);
+    t.wait_paused();
+    let flows = flows_of(&a.fallback());
+    let (client, server) = t.finish();
+    stop.store(true, Ordering::Relaxed);
+    let (data, ect) = capture.join().unwrap().unwrap();
+
+    assert_eq!(server.bytes, 32 * MB);
+    assert_eq!(
+        client.ca_at_start, "t_fb_reno",
+        "the client moved to the fallback"
+    );
+    assert_eq!(flows.len(), 1, "{flows:#?}");
+    assert_eq!(flows[0]["fallback"], true);
+    assert_eq!(flows[0]["ecn"], false);
+    assert!(flows[0]["alpha"].is_null());
+    assert_eq!(a.listed()["fallbacks"], 1);
+    // The switch to a non-ECN algorithm cleared ECT from the socket: a
+    // marking switch must drop these packets, not mark them.
+    assert!(data >= 20, "captured only {data} data segments");
+    assert_eq!(
+        ect, 0,
+        "{ect} of {data} data segments still carried ECT after fallback"
+    );
+}
+
+#[test]
+fn detach_while_a_flow_runs_lets_it_complete() {
+    require_root();
+    let a = Attached::new("t_det", &[]);
+    let pair = Pair::new();
+    let t = Transfer::start(&pair, "t_det", Some("t_det"), 32 * MB, 64 * MB);
+    t.wait_paused();
+    assert_eq!(flows_of("t_det").len(), 2);
+    loader_ok(&["detach", "t_det"]);
+    std::mem::forget(a);
+    assert!(!registered("t_det"));
+    let (client, server) = t.finish();
+    assert_eq!(server.bytes, 96 * MB, "the flow completed after detach");
+    // The sockets kept the algorithm they had; only new sockets lose it.
+    assert_eq!(client.ca_at_end, "t_det");
+}
+
+#[test]
+fn parameters_set_live_reach_new_flows() {
+    require_root();
+    let _a = Attached::new("t_live", &["--param", "alpha_on_init=1024"]);
+    loader_ok(&["set", "t_live", "alpha_on_init=600"]);
+    let pair = Pair::new();
+    // Pause before any data: no window has ended, so the sender's alpha is
+    // still the alpha_on_init its init read.
+    let t = Transfer::start(&pair, "t_live", Some("t_live"), 0, 4 * MB);
+    t.wait_paused();
+    let flows = flows_of("t_live");
+    let (_, server) = t.finish();
+    assert_eq!(server.bytes, 4 * MB);
+    let sender = flows
+        .iter()
+        .find(|f| f["netns"] == pair.client.name())
+        .expect("client socket");
+    assert_eq!(sender["alpha"], 600, "{sender}");
+}
