@@ -200,15 +200,37 @@ static __always_inline u32 dctcp_core_undo_cwnd(struct sock *sk)
 	return max(tcp_sk(sk)->snd_cwnd, dctcp_ca(sk)->loss_cwnd);
 }
 
+static __always_inline void dctcp_fallback_init(struct sock *sk, struct dctcp_stats *stats)
+{
+	dctcp_ca(sk)->flags = DCTCP_FLAG_FALLBACK | DCTCP_FLAG_LIVE;
+	__sync_fetch_and_add(&stats->fallback_sockets, 1);
+}
+
+static __always_inline void dctcp_fallback_release(struct sock *sk, struct dctcp_stats *stats)
+{
+	struct dctcp_state *ca = dctcp_ca(sk);
+
+	if (ca->flags & DCTCP_FLAG_LIVE) {
+		ca->flags &= ~DCTCP_FLAG_LIVE;
+		__sync_fetch_and_sub(&stats->fallback_sockets, 1);
+	}
+}
+
 /*
  * The Reno fallback of an algorithm: Reno with a flag in the per-flow state,
- * so `loader flows` can tell a fallen-back flow from a kernel reno one.
+ * so `loader flows` can tell a fallen-back flow from a kernel reno one, and a
+ * live count for `loader list`. Registered without TCP_CONG_NEEDS_ECN.
  */
 #define DCTCP_DEFINE_RENO_FALLBACK(prefix)                                          \
 SEC("struct_ops")                                                                   \
 void BPF_PROG(prefix##_reno_init, struct sock *sk)                                  \
 {                                                                                   \
-	dctcp_ca(sk)->flags = DCTCP_FLAG_FALLBACK;                                  \
+	dctcp_fallback_init(sk, &stats);                                            \
+}                                                                                   \
+SEC("struct_ops")                                                                   \
+void BPF_PROG(prefix##_reno_release, struct sock *sk)                               \
+{                                                                                   \
+	dctcp_fallback_release(sk, &stats);                                         \
 }                                                                                   \
 SEC("struct_ops")                                                                   \
 u32 BPF_PROG(prefix##_reno_ssthresh, struct sock *sk)                               \
@@ -228,6 +250,7 @@ u32 BPF_PROG(prefix##_reno_undo_cwnd, struct sock *sk)                          
 SEC(".struct_ops.link")                                                             \
 struct tcp_congestion_ops prefix##_reno = {                                         \
 	.init = (void *)prefix##_reno_init,                                         \
+	.release = (void *)prefix##_reno_release,                                   \
 	.ssthresh = (void *)prefix##_reno_ssthresh,                                 \
 	.cong_avoid = (void *)prefix##_reno_cong_avoid,                             \
 	.undo_cwnd = (void *)prefix##_reno_undo_cwnd,                               \

@@ -36,7 +36,8 @@ struct dctcp_params {
 struct dctcp_stats {
 	u64 sockets;    /* sockets currently initialised with the algorithm */
 	u64 inits;      /* sockets ever initialised with DCTCP */
-	u64 fallbacks;  /* sockets switched to the Reno fallback (no ECN) */
+	u64 fallbacks;  /* sockets ever switched to the Reno fallback (no ECN) */
+	u64 fallback_sockets; /* sockets currently running the Reno fallback */
 	u64 fallback_failed; /* fallback switch refused by the kernel */
 	u64 alpha_updates;   /* per-window alpha updates */
 	u64 loss_reactions;  /* halvings on loss (recovery entry or RTO) */

@@ -20,7 +20,7 @@ pub fn instances(list: &[Instance], json: bool) -> Result<()> {
     }
     println!(
         "{:<11} {:<6} {:<16} {:<5} {:>7} {:>9}  PARAMS",
-        "NAME", "ALGO", "FALLBACK", "MODE", "SOCKETS", "FALLBACKS"
+        "NAME", "ALGO", "FALLBACK", "MODE", "SOCKETS", "FB_SOCKS"
     );
     for i in list {
         let params: Vec<String> = i.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -31,7 +31,7 @@ pub fn instances(list: &[Instance], json: bool) -> Result<()> {
             i.fallback,
             i.mode,
             i.sockets,
-            i.fallbacks,
+            i.fallback_sockets,
             params.join(" "),
             if i.registered {
                 ""

@@ -22,10 +22,12 @@ fn bulk_transfer_runs_bpf_dctcp_on_both_ends() {
     let t = Transfer::start(&pair, "t_bulk", Some("t_bulk"), 64 * MB, 64 * MB);
     t.wait_paused();
     let flows = flows_of("t_bulk");
+    let live = a.listed();
     t.resume();
     let (client, server) = t.finish();
     stop.store(true, Ordering::Relaxed);
     let (data, ect) = capture.join().unwrap().unwrap();
+    eprintln!("captured {data} data segments, {ect} with ECT");
 
     assert_eq!(client.bytes, 128 * MB);
     assert_eq!(server.bytes, 128 * MB, "receiver got every byte");
@@ -67,10 +69,20 @@ fn bulk_transfer_runs_bpf_dctcp_on_both_ends() {
         "{ect} of {data} data segments carried ECT"
     );
 
+    assert_eq!(live["sockets"], 2, "both ends counted while open: {live}");
     let listed = a.listed();
     assert!(listed["inits"].as_u64().unwrap() >= 2, "{listed}");
     assert!(listed["alpha_updates"].as_u64().unwrap() > 0, "{listed}");
     assert_eq!(listed["fallbacks"], 0);
+    // Closed sockets leave the count through .release.
+    assert!(
+        (0..50).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(40));
+            a.listed()["sockets"] == 0
+        }),
+        "sockets still counted after close: {}",
+        a.listed()
+    );
 }
 
 #[test]
@@ -86,9 +98,11 @@ fn without_ecn_the_flow_falls_back_to_reno_and_stops_sending_ect() {
     let t = Transfer::start(&pair, "t_fb", None, 16 * MB, 16 * MB);
     t.wait_paused();
     let flows = flows_of(&a.fallback());
+    let listed = a.listed();
     let (client, server) = t.finish();
     stop.store(true, Ordering::Relaxed);
     let (data, ect) = capture.join().unwrap().unwrap();
+    eprintln!("captured {data} data segments, {ect} with ECT");
 
     assert_eq!(server.bytes, 32 * MB);
     assert_eq!(
@@ -99,7 +113,12 @@ fn without_ecn_the_flow_falls_back_to_reno_and_stops_sending_ect() {
     assert_eq!(flows[0]["fallback"], true);
     assert_eq!(flows[0]["ecn"], false);
     assert!(flows[0]["alpha"].is_null());
-    assert_eq!(a.listed()["fallbacks"], 1);
+    assert_eq!(listed["fallbacks"], 1);
+    assert_eq!(
+        listed["fallback_sockets"], 1,
+        "one live fallback socket mid-transfer"
+    );
+    assert_eq!(listed["sockets"], 0);
     // The switch to a non-ECN algorithm cleared ECT from the socket: a
     // marking switch must drop these packets, not mark them.
     assert!(data >= 20, "captured only {data} data segments");

@@ -14,9 +14,9 @@ fn leftover(name: &str, include_live: bool) -> bool {
     Prefix::owner(name).is_some_and(|pid| include_live || !alive(pid))
 }
 
-/// Lab namespaces under /run/netns.
-pub fn lab_namespaces() -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir("/run/netns")
+/// Names of lab objects among the entries of `dir`, sorted.
+fn lab_names_in(dir: &str) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -28,18 +28,14 @@ pub fn lab_namespaces() -> Vec<String> {
     out
 }
 
+/// Lab namespaces under /run/netns.
+pub fn lab_namespaces() -> Vec<String> {
+    lab_names_in("/run/netns")
+}
+
 /// Lab interfaces in the current namespace.
 pub fn lab_links() -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir("/sys/class/net")
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    out.retain(|n| Prefix::owner(n).is_some());
-    out.sort();
-    out
+    lab_names_in("/sys/class/net")
 }
 
 /// Deletes leftovers; with `include_live`, also those of running labs.

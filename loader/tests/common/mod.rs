@@ -274,7 +274,8 @@ pub fn count_ecn_marks(
     stop: Arc<AtomicBool>,
 ) -> JoinHandle<std::io::Result<(u64, u64)>> {
     let dev = dev.to_string();
-    ns.spawn(move || -> (u64, u64) {
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let handle = ns.spawn(move || -> (u64, u64) {
         let sock = Socket::new(
             Domain::PACKET,
             Type::RAW,
@@ -285,6 +286,9 @@ pub fn count_ecn_marks(
             .expect("bind to device");
         sock.set_read_timeout(Some(Duration::from_millis(100)))
             .unwrap();
+        // Segments are up to 64 KB with GSO; a deep buffer keeps more of them.
+        let _ = sock.set_recv_buffer_size(32 << 20);
+        ready_tx.send(()).unwrap();
         let (mut data, mut ecn) = (0, 0);
         let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); 65536];
         while !stop.load(Ordering::Relaxed) {
@@ -312,5 +316,8 @@ pub fn count_ecn_marks(
         }
         (data, ecn)
     })
-    .unwrap()
+    .unwrap();
+    // Capturing before the caller starts the traffic.
+    ready_rx.recv_timeout(Duration::from_secs(10)).expect("capture socket ready");
+    handle
 }
