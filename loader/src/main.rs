@@ -12,7 +12,36 @@ use cli::{Cli, Command};
 use loader::error::UsageError;
 use loader::{flows, instance};
 
+/// Holds off SIGINT, SIGTERM and SIGHUP while pins and registrations change,
+/// so Ctrl-C lands after attach or detach finished (or undid) its work.
+struct SignalsDeferred(libc::sigset_t);
+
+impl SignalsDeferred {
+    fn new() -> Self {
+        // SAFETY: plain libc signal-set manipulation on owned values.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::sigaddset(&mut set, sig);
+            }
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            SignalsDeferred(old)
+        }
+    }
+}
+
+impl Drop for SignalsDeferred {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved in new().
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
+    }
+}
+
 fn run(cli: Cli) -> Result<()> {
+    let _deferred = matches!(cli.command, Command::Attach { .. } | Command::Detach { .. })
+        .then(SignalsDeferred::new);
     match cli.command {
         Command::Attach {
             algo,
