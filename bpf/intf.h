@@ -87,4 +87,80 @@ struct flow_record {
 	struct dctcp_state ca; /* raw icsk_ca_priv, meaningful for our algorithms */
 };
 
+/*
+ * The lab switch: tc-qdisc/src/bpf/switch.bpf.c. The marker runs on tcx
+ * egress of the bottleneck, before the root qdisc enqueues the packet, so the
+ * backlog it reads is the queue this packet joins.
+ */
+enum marker_mode {
+	MARKER_PROBE = 0, /* observe only: a kernel qdisc (or none) marks */
+	MARKER_STEP = 1,  /* CE when the backlog is at least K (DCTCP's switch) */
+	MARKER_RED = 2,   /* RED on the average queue, marking instead of dropping */
+};
+
+/* RED's max_p in units of 1/MARKER_PROB_ONE. */
+#define MARKER_PROB_ONE 65536U
+
+struct marker_config {
+	u32 mode;       /* enum marker_mode */
+	u32 k_pkts;     /* step: mark when qlen >= k_pkts (0: not by packets) */
+	u32 k_bytes;    /* step: mark when backlog >= k_bytes (0: not by bytes) */
+	u32 red_min;    /* RED: thresholds on the average queue, packets */
+	u32 red_max;
+	u32 red_max_p;  /* RED: marking probability at red_max, 1/65536 */
+	u32 red_wlog;   /* RED: EWMA weight 2^-red_wlog per arrival */
+	u32 limit_pkts; /* the queue's packet limit: an arrival at it is tail-dropped */
+	u32 sample;     /* probe: send every sample-th arrival to the ring (0: none) */
+};
+
+/* What happened to an arriving packet. */
+enum queue_action {
+	QA_PASS = 0,
+	QA_MARK = 1,      /* CE set */
+	QA_DROP = 2,      /* not ECN-capable where it would have been marked */
+	QA_TAILDROP = 3,  /* queue full: the qdisc will drop it */
+};
+
+/* One arrival at the bottleneck, as the queue probe saw it. */
+struct queue_sample {
+	u64 ts_ns;    /* CLOCK_MONOTONIC */
+	u32 qlen;     /* packets queued before this one */
+	u32 backlog;  /* bytes queued before this one */
+	u32 len;      /* this packet, bytes on the wire */
+	u16 sport;    /* TCP ports, host order: the flow */
+	u16 dport;
+	u8 action;    /* enum queue_action */
+	u8 ecn;       /* ECN field as it arrived */
+	u16 _pad;
+	u32 _pad2;
+};
+
+/* Counters of the marker, per CPU. */
+struct marker_stats {
+	u64 pkts;
+	u64 bytes;
+	u64 marked;
+	u64 dropped;   /* QA_DROP */
+	u64 taildrop;  /* QA_TAILDROP, as predicted at arrival */
+	u64 ce_in;     /* arrived already CE */
+	u64 ring_full; /* samples lost: ring buffer full */
+};
+
+/* Receiver-side count of one flow (tcx ingress of the receiver). */
+struct rx_flow_key {
+	u32 saddr;    /* network order */
+	u32 daddr;
+	u16 sport;    /* host order */
+	u16 dport;
+};
+
+struct rx_flow_stats {
+	u64 pkts;
+	u64 bytes;     /* IP payload bytes (TCP header + data) */
+	u64 data_bytes;/* TCP payload bytes */
+	u64 ce_pkts;
+	u64 ce_bytes;  /* TCP payload bytes of CE-marked packets */
+	u64 ect_pkts;
+};
+
 #endif /* DCTCP_BPF_INTF_H */

@@ -20,8 +20,12 @@ fn main() {
         SkeletonBuilder::new()
             .source(&src_path)
             .obj(out.join(format!("{name}.bpf.o")))
-            .clang_args(["-Wall", "-Werror", "-O2", "-g", "-I"])
-            .clang_args([bpf.as_os_str()])
+            .clang_args([
+                "-Wall".as_ref(),
+                "-Werror".as_ref(),
+                "-I".as_ref(),
+                bpf.as_os_str(),
+            ])
             .build_and_generate(out.join(format!("{name}.skel.rs")))
             .unwrap_or_else(|e| panic!("building {src}: {e:#}"));
     }

@@ -1,2 +1,16 @@
-//! The lab switch: bottleneck shaping, ECN-marking backends (kernel qdiscs and
-//! BPF markers) and queue probes. Filled in by the switch-and-lab work.
+//! The lab switch: bottleneck shaping (htb), ECN-marking backends (kernel
+//! qdiscs and BPF markers), the queue probe and the receiver's per-flow CE
+//! counter, and a probe of what the running kernel offers.
+
+pub mod backend;
+pub mod bottleneck;
+pub mod doctor;
+pub mod intf;
+pub mod marker;
+pub mod qdisc_stats;
+mod skel;
+mod tc;
+
+pub use backend::Backend;
+pub use bottleneck::Bottleneck;
+pub use marker::{BpfSwitch, QueueTrace, RxFlow};

@@ -1,0 +1,70 @@
+//! The shaped bottleneck at the switch's egress: htb at the link rate with
+//! the backend's qdisc as its only class's queue.
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{Backend, PKT_BYTES};
+use crate::tc::tc;
+
+/// Rates the lab accepts: below 1 Mbit/s the htb quantum is less than a
+/// packet; above 10 Gbit/s veth forwarding on a small machine is the limit.
+pub const RATE_MIN: u64 = 1_000_000;
+pub const RATE_MAX: u64 = 10_000_000_000;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bottleneck {
+    /// Link rate, bit/s.
+    pub rate_bps: u64,
+    /// Queue capacity in MTU-sized packets.
+    pub buffer_pkts: u32,
+    pub backend: Backend,
+}
+
+impl Bottleneck {
+    pub fn validate(&self) -> Result<()> {
+        anyhow::ensure!(
+            (RATE_MIN..=RATE_MAX).contains(&self.rate_bps),
+            "bottleneck rate {} bit/s out of range: 1 Mbit/s to 10 Gbit/s",
+            self.rate_bps
+        );
+        anyhow::ensure!(
+            (2..=100_000).contains(&self.buffer_pkts),
+            "buffer of {} packets out of range: 2 to 100000",
+            self.buffer_pkts
+        );
+        self.backend.validate(self.buffer_pkts)
+    }
+
+    /// Token bucket depth: 100 us of line rate, at least two packets. Small
+    /// enough that the queue forms in the qdisc, not in bursts past it.
+    pub fn burst_bytes(&self) -> u64 {
+        (self.rate_bps / 8 / 10_000).max(2 * u64::from(PKT_BYTES))
+    }
+
+    /// Installs the shaper and the backend's queue on `dev` in namespace `ns`.
+    pub fn install(&self, ns: &str, dev: &str) -> Result<()> {
+        self.validate()?;
+        let rate = format!("{}bit", self.rate_bps);
+        let burst = self.burst_bytes().to_string();
+        tc(ns, &["qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1"])?;
+        tc(
+            ns,
+            &[
+                "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rate, "ceil", &rate,
+                "burst", &burst, "cburst", &burst,
+            ],
+        )?;
+        let child = self.backend.child_qdisc(self.buffer_pkts, self.rate_bps);
+        let mut args = vec!["qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:"];
+        args.extend(child.iter().map(String::as_str));
+        tc(ns, &args).map_err(|e| match self.backend.kernel_qdisc() {
+            Some(q) => e.context(format!(
+                "this kernel has no sch_{q} (see `lab doctor`); use a bpf-* backend here, or run the \
+                 lab in the stock-kernel VM (`just vm-test`)"
+            )),
+            None => e,
+        })?;
+        Ok(())
+    }
+}

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The lab switch in BPF.
+ *
+ * bottleneck_egress (tcx egress of the switch port toward the receiver) sees
+ * every packet before the root qdisc enqueues it, reads the qdisc's backlog
+ * and, by mode, only records it (a kernel qdisc marks), marks CE at a
+ * threshold K on the instantaneous queue (DCTCP's switch), or runs RED on the
+ * average queue with marking. Packets that are not ECN-capable are dropped
+ * where they would have been marked, as a switch does. Every arrival (or every
+ * sample-th) goes to a ring buffer: the queue probe.
+ *
+ * receiver_ingress (tcx ingress of the receiver) counts, per flow, the bytes
+ * and CE-marked bytes that arrived.
+ */
+#include "vmlinux/vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "intf.h"
+
+char _license[] SEC("license") = "GPL";
+
+#define TC_ACT_OK   0
+#define TC_ACT_SHOT 2
+#define ETH_P_IP    0x0800
+#define IPPROTO_TCP 6
+#define INET_ECN_MASK 3
+#define INET_ECN_CE   3
+
+const volatile struct marker_config cfg = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 24);
+} samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct marker_stats);
+} stats SEC(".maps");
+
+/* RED's average queue, in packets << 16, shared by all CPUs. */
+struct red_state {
+	struct bpf_spin_lock lock;
+	u64 qavg;
+	u32 count; /* arrivals since the last mark, for RED's uniform spacing */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct red_state);
+} red SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct rx_flow_key);
+	__type(value, struct rx_flow_stats);
+} rx_flows SEC(".maps");
+
+struct pkt {
+	u8 ecn;
+	u16 sport, dport;
+	u32 saddr, daddr;
+	u32 tcp_payload;
+	u32 l4_bytes;
+	bool tcp;
+};
+
+/* Parses Ethernet + IPv4 (+ TCP ports). Returns false for anything else. */
+static __always_inline bool parse(struct __sk_buff *skb, struct pkt *p)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+	struct tcphdr *tcp;
+	u32 ihl, tot;
+
+	if ((void *)(ip + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+		return false;
+	ihl = ip->ihl * 4;
+	tot = bpf_ntohs(ip->tot_len);
+	p->ecn = ip->tos & INET_ECN_MASK;
+	p->saddr = ip->saddr;
+	p->daddr = ip->daddr;
+	p->tcp = false;
+	p->sport = p->dport = 0;
+	p->tcp_payload = 0;
+	p->l4_bytes = tot > ihl ? tot - ihl : 0;
+	if (ip->protocol != IPPROTO_TCP || ihl < 20)
+		return true;
+	tcp = (void *)ip + ihl;
+	if ((void *)(tcp + 1) > end)
+		return true;
+	p->tcp = true;
+	p->sport = bpf_ntohs(tcp->source);
+	p->dport = bpf_ntohs(tcp->dest);
+	if (p->l4_bytes > tcp->doff * 4U)
+		p->tcp_payload = p->l4_bytes - tcp->doff * 4U;
+	return true;
+}
+
+/* RED: update the average with this arrival's queue and decide. */
+static __always_inline bool red_decide(u32 qlen)
+{
+	u32 zero = 0, min = cfg.red_min, max = cfg.red_max;
+	struct red_state *st = bpf_map_lookup_elem(&red, &zero);
+	bool mark = false;
+	u64 avg, pb;
+
+	if (!st || max <= min)
+		return false;
+	bpf_spin_lock(&st->lock);
+	/* avg += w (q - avg), w = 2^-wlog, avg in packets << 16 */
+	avg = st->qavg;
+	avg = avg - (avg >> cfg.red_wlog) + (((u64)qlen << 16) >> cfg.red_wlog);
+	st->qavg = avg;
+	if (avg < ((u64)min << 16)) {
+		st->count = 0;
+	} else if (avg >= ((u64)max << 16)) {
+		mark = true;
+		st->count = 0;
+	} else {
+		/* pb = max_p (avg - min) / (max - min), then Floyd's uniform
+		 * spacing: pa = pb / (1 - count pb). In units of 1/65536. */
+		u64 cpb;
+
+		pb = (u64)cfg.red_max_p * (avg - ((u64)min << 16)) / ((u64)(max - min) << 16);
+		st->count++;
+		cpb = pb * st->count;
+		if (cpb >= MARKER_PROB_ONE ||
+		    (u64)(bpf_get_prandom_u32() & (MARKER_PROB_ONE - 1)) * (MARKER_PROB_ONE - cpb) <
+			    pb * MARKER_PROB_ONE) {
+			mark = true;
+			st->count = 0;
+		}
+	}
+	bpf_spin_unlock(&st->lock);
+	return mark;
+}
+
+SEC("tcx/egress")
+int bottleneck_egress(struct __sk_buff *ctx)
+{
+	struct sk_buff *skb = bpf_cast_to_kern_ctx(ctx);
+	struct Qdisc *q = skb->dev->qdisc;
+	u32 zero = 0, qlen = q->q.qlen, backlog = q->qstats.backlog;
+	struct marker_stats *s = bpf_map_lookup_elem(&stats, &zero);
+	struct queue_sample *smp;
+	u8 action = QA_PASS;
+	bool congested = false;
+	struct pkt p = {};
+	int verdict = TC_ACT_OK;
+
+	if (!parse(ctx, &p))
+		return TC_ACT_OK;
+
+	if (cfg.limit_pkts && qlen >= cfg.limit_pkts) {
+		action = QA_TAILDROP;
+	} else if (cfg.mode == MARKER_STEP) {
+		congested = (cfg.k_pkts && qlen >= cfg.k_pkts) ||
+			    (cfg.k_bytes && backlog >= cfg.k_bytes);
+	} else if (cfg.mode == MARKER_RED) {
+		congested = red_decide(qlen);
+	}
+	if (congested) {
+		if (p.ecn == 0) {
+			action = QA_DROP;
+			verdict = TC_ACT_SHOT;
+		} else {
+			bpf_skb_ecn_set_ce(ctx);
+			action = QA_MARK;
+		}
+	}
+
+	if (s) {
+		s->pkts++;
+		s->bytes += ctx->len;
+		s->marked += action == QA_MARK;
+		s->dropped += action == QA_DROP;
+		s->taildrop += action == QA_TAILDROP;
+		s->ce_in += p.ecn == INET_ECN_CE;
+	}
+
+	if (cfg.sample && (cfg.sample == 1 || bpf_get_prandom_u32() % cfg.sample == 0)) {
+		smp = bpf_ringbuf_reserve(&samples, sizeof(*smp), 0);
+		if (smp) {
+			smp->ts_ns = bpf_ktime_get_ns();
+			smp->qlen = qlen;
+			smp->backlog = backlog;
+			smp->len = ctx->len;
+			smp->sport = p.sport;
+			smp->dport = p.dport;
+			smp->action = action;
+			smp->ecn = p.ecn;
+			smp->_pad = 0;
+			smp->_pad2 = 0;
+			/* The reader drains on a timer: no wakeup per packet. */
+			bpf_ringbuf_submit(smp, BPF_RB_NO_WAKEUP);
+		} else if (s) {
+			s->ring_full++;
+		}
+	}
+	return verdict;
+}
+
+SEC("tcx/ingress")
+int receiver_ingress(struct __sk_buff *ctx)
+{
+	struct rx_flow_stats *st, init = {};
+	struct rx_flow_key key = {};
+	struct pkt p = {};
+
+	if (!parse(ctx, &p) || !p.tcp)
+		return TC_ACT_OK;
+	key.saddr = p.saddr;
+	key.daddr = p.daddr;
+	key.sport = p.sport;
+	key.dport = p.dport;
+	st = bpf_map_lookup_elem(&rx_flows, &key);
+	if (!st) {
+		bpf_map_update_elem(&rx_flows, &key, &init, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&rx_flows, &key);
+		if (!st)
+			return TC_ACT_OK;
+	}
+	__sync_fetch_and_add(&st->pkts, 1);
+	__sync_fetch_and_add(&st->bytes, p.l4_bytes);
+	__sync_fetch_and_add(&st->data_bytes, p.tcp_payload);
+	if (p.ecn != 0)
+		__sync_fetch_and_add(&st->ect_pkts, 1);
+	if (p.ecn == INET_ECN_CE) {
+		__sync_fetch_and_add(&st->ce_pkts, 1);
+		__sync_fetch_and_add(&st->ce_bytes, p.tcp_payload);
+	}
+	return TC_ACT_OK;
+}

@@ -1,0 +1,40 @@
+//! The qdisc's own counters (`tc -s -j qdisc show`), to check the probe
+//! against and to measure what left the bottleneck.
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::tc::tc;
+
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct QdiscCounters {
+    /// Sent by the root qdisc (what crossed the bottleneck).
+    pub sent_bytes: u64,
+    pub sent_packets: u64,
+    /// Dropped anywhere in the tree (tail drops, RED drops, ...).
+    pub drops: u64,
+    /// ECN marks made by the qdisc (red `marked`, fq_codel `ce_mark`).
+    pub marks: u64,
+}
+
+fn num(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Counters of the shaper (the root qdisc) and its child queue on `dev`.
+/// The root counts every drop in its tree: a child's drop fails the root's
+/// enqueue too.
+pub fn read(ns: &str, dev: &str) -> Result<QdiscCounters> {
+    let out = tc(ns, &["-s", "-j", "qdisc", "show", "dev", dev])?;
+    let qdiscs: Vec<Value> = serde_json::from_str(&out).context("parsing tc -j output")?;
+    let is_root = |q: &&Value| q.get("root").and_then(Value::as_bool).unwrap_or(false);
+    let root = qdiscs.iter().find(is_root).context("no root qdisc")?;
+    Ok(QdiscCounters {
+        sent_bytes: num(root, "bytes"),
+        sent_packets: num(root, "packets"),
+        drops: num(root, "drops"),
+        // Names differ by qdisc: red says `marked`, fq_codel `ce_mark`.
+        marks: qdiscs.iter().map(|q| num(q, "marked") + num(q, "ce_mark")).sum(),
+    })
+}
