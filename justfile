@@ -39,18 +39,19 @@ check-leftovers: _root
     set -euo pipefail
     # Programs are freed once the last socket using them closes (after RCU).
     for _ in $(seq 50); do
-        progs=$(bpftool prog show 2>/dev/null | grep -cE ' name (dctcp_|dump_tcp)' || true)
+        progs=$(bpftool prog show 2>/dev/null | grep -cE ' name (dctcp_|dump_tcp|bottleneck_egre|receiver_ingre)' || true)
         [ "$progs" -eq 0 ] && break
         sleep 0.1
     done
-    ns=$(ip netns list | grep -cE '^dl[0-9a-f]+x' || true)
-    links=$(ls /sys/class/net | grep -cE '^dl[0-9a-f]+x' || true)
+    ns=$(ip netns list | grep -cE '^dl[0-9a-f]{5}' || true)
+    links=$(ls /sys/class/net | grep -cE '^dl[0-9a-f]{5}' || true)
     pins=$( (find /sys/fs/bpf/dctcp-bpf 2>/dev/null || true) | wc -l)
-    cc=$(tr ' ' '\n' </proc/sys/net/ipv4/tcp_available_congestion_control | grep -cE '^(bpf_dctcp|t_)' || true)
-    echo "leftovers: $ns namespaces, $links links, $pins pins, $cc registrations, $progs programs"
+    cc=$(tr ' ' '\n' </proc/sys/net/ipv4/tcp_available_congestion_control | grep -cE '^(bpf_dctcp|t_|dl[0-9a-f]{5})' || true)
+    locks=$( (ls /run/dctcp-lab 2>/dev/null || true) | wc -l)
+    echo "leftovers: $ns namespaces, $links links, $pins pins, $cc registrations, $progs programs, $locks lab locks"
     failed=0
-    for n in "$ns" "$links" "$pins" "$cc" "$progs"; do [ "$n" -eq 0 ] || failed=$((failed + 1)); done
-    echo "check-leftovers: $((5 - failed)) passed, $failed failed"
+    for n in "$ns" "$links" "$pins" "$cc" "$progs" "$locks"; do [ "$n" -eq 0 ] || failed=$((failed + 1)); done
+    echo "check-leftovers: $((6 - failed)) passed, $failed failed"
     [ "$failed" -eq 0 ]
 
 # Regenerate the vendored bpf/vmlinux/vmlinux.h from the running kernel's BTF

@@ -26,7 +26,7 @@ fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
     clang-19 llvm-19 libclang-19-dev libelf-dev zlib1g-dev pkg-config make \
-    iproute2 ethtool iperf3 util-linux procps tmux passwd \
+    iproute2 ethtool iperf3 util-linux procps tmux passwd fonts-dejavu-core \
     >/dev/null
 apt-get install -y -qq --no-install-recommends -t bookworm-backports bpftool >/dev/null
 
@@ -50,5 +50,26 @@ command -v just >/dev/null || cargo install --locked --quiet just
 
 # bpffs: the loader pins algorithms under /sys/fs/bpf/dctcp-bpf.
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+
+# --- stock-kernel VM tier ----------------------------------------------------
+# netns-lab/vm/run-in-vm runs commands inside Debian's stock 6.12 kernel (from
+# bookworm-backports: sch_red, sch_netem, tcp_dctcp as modules, fq_codel built
+# in, BTF), booted by virtme-ng under QEMU (TCG). The kernel goes to /boot and
+# /lib/modules and is never booted on the host. `pkg/bookworm-backports` takes
+# only the kernel from backports; `-t bookworm-backports` would also upgrade
+# systemd and udev (dependencies of initramfs-tools) to backports versions.
+# busybox-static: virtme-ng builds a small initramfs (9p is a module in 6.12).
+apt-get install -y -qq --no-install-recommends \
+    qemu-system-x86 busybox-static python3-venv \
+    linux-image-amd64/bookworm-backports >/dev/null
+# virtme-ng (vng) from PyPI, in its own venv on Debian's python (bookworm's
+# system python refuses `pip install`; pyenv's is per user), linked into
+# /usr/local/bin. Reinstalled only when the pinned version is missing.
+vng_venv=/opt/virtme-ng vng_version=1.42
+if ! "$vng_venv/bin/pip" show virtme-ng 2>/dev/null | grep -x "Version: $vng_version" >/dev/null; then
+    /usr/bin/python3 -m venv "$vng_venv"
+    "$vng_venv/bin/pip" install --quiet --disable-pip-version-check "virtme-ng==$vng_version"
+fi
+for t in vng virtme-run; do ln -sf "$vng_venv/bin/$t" "/usr/local/bin/$t"; done
 
 echo "setup.sh: done. Next: just test"

@@ -27,6 +27,11 @@ void BPF_PROG(dctcp_release, struct sock *sk)
 }
 
 /* On a congestion signal: cwnd (1 - alpha / 2), at least 2 segments. */
+static __always_inline u32 dctcp_reduced(u32 cwnd, u32 alpha)
+{
+	return max(cwnd - ((cwnd * alpha) >> 11U), 2U);
+}
+
 SEC("struct_ops")
 u32 BPF_PROG(dctcp_ssthresh, struct sock *sk)
 {
@@ -34,12 +39,18 @@ u32 BPF_PROG(dctcp_ssthresh, struct sock *sk)
 	u32 cwnd = tcp_sk(sk)->snd_cwnd;
 
 	ca->loss_cwnd = cwnd;
-	return max(cwnd - ((cwnd * ca->alpha) >> 11U), 2U);
+	return dctcp_reduced(cwnd, ca->alpha);
 }
 
 SEC("struct_ops")
 void BPF_PROG(dctcp_update_alpha, struct sock *sk, u32 flags)
 {
+	struct tcp_sock *tp = tcp_sk(sk);
+	u32 expected = inet_csk(sk)->icsk_ca_state == TCP_CA_Recovery ?
+			       max(tp->prior_cwnd >> 1U, 2U) :
+			       dctcp_reduced(tp->prior_cwnd, dctcp_ca(sk)->alpha);
+
+	dctcp_core_guard(sk, expected, &stats);
 	dctcp_core_update_alpha(sk, params.shift_g, &stats);
 }
 

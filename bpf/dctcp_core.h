@@ -194,6 +194,36 @@ static __always_inline void dctcp_core_cwnd_event(struct sock *sk, enum tcp_ca_e
 	}
 }
 
+/* No real window comes near this: 16 M segments is 24 GB in flight. */
+#define DCTCP_CWND_SANE (1U << 24)
+
+/*
+ * Guard against impossible values in the window the kernel keeps for us.
+ * On Linux 6.18 (x86-64, SRSO "safe RET" mitigation) a struct_ops call of
+ * .ssthresh occasionally yields a value the program never returned: the low
+ * half of a return address in the SRSO thunk (0x81104110), with no run of
+ * our program behind it. As ssthresh that puts a flow in slow start inside
+ * CWR, and at the end of CWR cwnd becomes that value. in_ack_event runs at
+ * the start of every ACK, before PRR and the end of CWR look at ssthresh, so
+ * it can put back what the reduction should have set: `expected`, computed
+ * from prior_cwnd (the cwnd when the reduction began). Each repair counts in
+ * the instance's stats, so it never goes unseen.
+ */
+static __always_inline void dctcp_core_guard(struct sock *sk, u32 expected, struct dctcp_stats *stats)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u8 state = inet_csk(sk)->icsk_ca_state;
+
+	if ((state == TCP_CA_CWR || state == TCP_CA_Recovery) && tp->snd_ssthresh > tp->prior_cwnd) {
+		tp->snd_ssthresh = expected;
+		__sync_fetch_and_add(&stats->ssthresh_repairs, 1);
+	}
+	if (tp->snd_cwnd >= DCTCP_CWND_SANE) {
+		tp->snd_cwnd = max(min(tp->snd_ssthresh, DCTCP_CWND_SANE - 1), 2U);
+		__sync_fetch_and_add(&stats->cwnd_repairs, 1);
+	}
+}
+
 /* Undo a reduction found spurious: back to the cwnd before it. */
 static __always_inline u32 dctcp_core_undo_cwnd(struct sock *sk)
 {

@@ -41,6 +41,8 @@ struct dctcp_stats {
 	u64 fallback_failed; /* fallback switch refused by the kernel */
 	u64 alpha_updates;   /* per-window alpha updates */
 	u64 loss_reactions;  /* halvings on loss (recovery entry or RTO) */
+	u64 ssthresh_repairs; /* impossible ssthresh seen and recomputed, see dctcp_core_guard */
+	u64 cwnd_repairs;     /* impossible cwnd seen and reset */
 };
 
 /* dctcp_state.flags */

@@ -15,7 +15,12 @@ fn main() {
     SkeletonBuilder::new()
         .source(&src)
         .obj(out.join("switch.bpf.o"))
-        .clang_args(["-Wall".as_ref(), "-Werror".as_ref(), "-I".as_ref(), shared.as_os_str()])
+        .clang_args([
+            "-Wall".as_ref(),
+            "-Werror".as_ref(),
+            "-I".as_ref(),
+            shared.as_os_str(),
+        ])
         .build_and_generate(out.join("switch.skel.rs"))
         .unwrap_or_else(|e| panic!("building switch.bpf.c: {e:#}"));
 

@@ -307,6 +307,8 @@ pub struct Instance {
     pub fallback_sockets: u64,
     pub alpha_updates: u64,
     pub loss_reactions: u64,
+    pub ssthresh_repairs: u64,
+    pub cwnd_repairs: u64,
     pub pin: String,
     #[serde(skip)]
     pub params_raw: dctcp_params,
@@ -387,6 +389,8 @@ pub fn describe(dir: &InstanceDir) -> Result<Instance> {
         fallback_sockets: s.fallback_sockets,
         alpha_updates: s.alpha_updates,
         loss_reactions: s.loss_reactions,
+        ssthresh_repairs: s.ssthresh_repairs,
+        cwnd_repairs: s.cwnd_repairs,
         pin: dir.path.display().to_string(),
         params_raw: p,
     })

@@ -48,15 +48,20 @@ where
 /// caller's namespace.
 pub fn with_netns<T>(path: &Path, f: impl FnOnce() -> T) -> Result<T> {
     let home = File::open("/proc/thread-self/ns/net").context("opening this thread's namespace")?;
-    let ns = File::open(path).with_context(|| format!("opening network namespace {}", path.display()))?;
+    let ns = File::open(path)
+        .with_context(|| format!("opening network namespace {}", path.display()))?;
     // SAFETY: valid namespace fds; setns affects only this thread.
     if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(std::io::Error::last_os_error()).with_context(|| format!("entering {}", path.display()));
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("entering {}", path.display()));
     }
     let out = f();
     // SAFETY: as above. Failing to return would leave this thread elsewhere.
     if unsafe { libc::setns(home.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        panic!("cannot return to the original network namespace: {}", std::io::Error::last_os_error());
+        panic!(
+            "cannot return to the original network namespace: {}",
+            std::io::Error::last_os_error()
+        );
     }
     Ok(out)
 }

@@ -1,18 +1,10 @@
-//! Removing what lab runs left behind: namespaces and host-side veths named
-//! with a lab prefix whose owning process is gone.
+//! Removing what lab runs left behind: namespaces, host-side links, lock
+//! files and congestion-control instances of labs whose process is gone.
 
 use anyhow::Result;
 
 use crate::netns::ip;
 use crate::prefix::Prefix;
-
-fn alive(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
-fn leftover(name: &str, include_live: bool) -> bool {
-    Prefix::owner(name).is_some_and(|pid| include_live || !alive(pid))
-}
 
 /// Names of lab objects among the entries of `dir`, sorted.
 fn lab_names_in(dir: &str) -> Vec<String> {
@@ -23,7 +15,7 @@ fn lab_names_in(dir: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default();
-    out.retain(|n| Prefix::owner(n).is_some());
+    out.retain(|n| Prefix::of(n).is_some());
     out.sort();
     out
 }
@@ -41,22 +33,31 @@ pub fn lab_links() -> Vec<String> {
 /// Deletes leftovers; with `include_live`, also those of running labs.
 /// Returns what was removed.
 pub fn cleanup(include_live: bool) -> Result<Vec<String>> {
+    let gone = |n: &String| include_live || !Prefix::owner_alive(n);
     let mut removed = Vec::new();
-    for ns in lab_namespaces()
-        .into_iter()
-        .filter(|n| leftover(n, include_live))
-    {
+    for ns in lab_namespaces().into_iter().filter(gone) {
         ip(&["netns", "del", &ns])?;
         removed.push(format!("netns {ns}"));
     }
-    for link in lab_links()
-        .into_iter()
-        .filter(|n| leftover(n, include_live))
-    {
+    for link in lab_links().into_iter().filter(gone) {
         // The peer may have gone with its namespace a moment ago.
         if ip(&["link", "del", &link]).is_ok() {
             removed.push(format!("link {link}"));
         }
+    }
+    for name in loader::bpffs::instances()?
+        .into_iter()
+        .map(|d| d.name)
+        .filter(|n| Prefix::of(n) == Some(n.as_str()))
+    {
+        if gone(&name) {
+            loader::instance::detach(&name)?;
+            removed.push(format!("congestion control {name}"));
+        }
+    }
+    for lock in Prefix::stale_locks() {
+        Prefix::remove_lock(&lock);
+        removed.push(format!("lock {lock}"));
     }
     Ok(removed)
 }

@@ -1,9 +1,20 @@
-//! Network-namespace labs for DCTCP: namespaces, veth links and the prefix
-//! that ties every object of one run together so it can be removed.
+//! Network-namespace labs for DCTCP: topologies of namespaces and veths,
+//! traffic, experiments, results and plots.
 
+pub mod cc;
 pub mod cleanup;
+pub mod doctor;
+pub mod experiments;
 pub mod netns;
+pub mod plot;
 pub mod prefix;
+pub mod results;
+pub mod scenario;
+pub mod stats;
+pub mod tcpinfo;
+pub mod topology;
+pub mod traffic;
+pub mod units;
 pub mod veth;
 
 pub use netns::Netns;

@@ -4,7 +4,10 @@
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::intf::{marker_config, marker_mode_MARKER_PROBE, marker_mode_MARKER_RED, marker_mode_MARKER_STEP, MARKER_PROB_ONE};
+use crate::intf::{
+    marker_config, marker_mode_MARKER_PROBE, marker_mode_MARKER_RED, marker_mode_MARKER_STEP,
+    MARKER_PROB_ONE,
+};
 
 /// Bytes one MTU-sized packet occupies in the queue (1500 + Ethernet).
 pub const PKT_BYTES: u32 = 1514;
@@ -18,10 +21,19 @@ pub enum Backend {
     /// `k` packets; non-ECN packets dropped there instead.
     BpfStep { k: u32 },
     /// RED in BPF on the average queue (packets), marking instead of dropping.
-    BpfRed { min: u32, max: u32, max_p: f64, wlog: u32 },
+    BpfRed {
+        min: u32,
+        max: u32,
+        max_p: f64,
+        wlog: u32,
+    },
     /// The kernel's sch_red with `ecn`, thresholds in packets.
     /// [`Backend::red_step`] makes it Mininet's DCTCP switch.
-    Red { min: u32, max: u32, probability: f64 },
+    Red {
+        min: u32,
+        max: u32,
+        probability: f64,
+    },
     /// The kernel's fq_codel with `ce_threshold` (microseconds).
     FqCodel { ce_threshold_us: u32 },
 }
@@ -39,7 +51,11 @@ impl Backend {
 
     /// RED as a step at K packets, the way mininet-tests configured DCTCP.
     pub fn red_step(k: u32) -> Backend {
-        Backend::Red { min: k, max: k + 1, probability: 1.0 }
+        Backend::Red {
+            min: k,
+            max: k + 1,
+            probability: 1.0,
+        }
     }
 
     /// Kernel qdisc this backend needs (module name), if any.
@@ -65,19 +81,49 @@ impl Backend {
         match *self {
             Backend::Droptail => {}
             Backend::BpfStep { k } => {
-                anyhow::ensure!(k >= 1 && k < buffer_pkts, "bpf-step: K = {k} must be 1..{buffer_pkts} (below the buffer)");
+                anyhow::ensure!(
+                    k >= 1 && k < buffer_pkts,
+                    "bpf-step: K = {k} must be 1..{buffer_pkts} (below the buffer)"
+                );
             }
-            Backend::BpfRed { min, max, max_p, wlog } => {
-                anyhow::ensure!(min < max && max <= buffer_pkts, "bpf-red: need min < max <= buffer ({buffer_pkts}), got {min}, {max}");
-                anyhow::ensure!(max_p > 0.0 && max_p <= 1.0, "bpf-red: max_p = {max_p} must be in (0, 1]");
-                anyhow::ensure!(wlog <= 16, "bpf-red: wlog = {wlog} must be 0..=16 (weight 2^-wlog)");
+            Backend::BpfRed {
+                min,
+                max,
+                max_p,
+                wlog,
+            } => {
+                anyhow::ensure!(
+                    min < max && max <= buffer_pkts,
+                    "bpf-red: need min < max <= buffer ({buffer_pkts}), got {min}, {max}"
+                );
+                anyhow::ensure!(
+                    max_p > 0.0 && max_p <= 1.0,
+                    "bpf-red: max_p = {max_p} must be in (0, 1]"
+                );
+                anyhow::ensure!(
+                    wlog <= 16,
+                    "bpf-red: wlog = {wlog} must be 0..=16 (weight 2^-wlog)"
+                );
             }
-            Backend::Red { min, max, probability } => {
-                anyhow::ensure!(min >= 1 && min < max && max <= buffer_pkts, "red: need 1 <= min < max <= buffer ({buffer_pkts}), got {min}, {max}");
-                anyhow::ensure!(probability > 0.0 && probability <= 1.0, "red: probability = {probability} must be in (0, 1]");
+            Backend::Red {
+                min,
+                max,
+                probability,
+            } => {
+                anyhow::ensure!(
+                    min >= 1 && min < max && max <= buffer_pkts,
+                    "red: need 1 <= min < max <= buffer ({buffer_pkts}), got {min}, {max}"
+                );
+                anyhow::ensure!(
+                    probability > 0.0 && probability <= 1.0,
+                    "red: probability = {probability} must be in (0, 1]"
+                );
             }
             Backend::FqCodel { ce_threshold_us } => {
-                anyhow::ensure!(ce_threshold_us >= 1, "fq_codel: ce_threshold must be at least 1 us");
+                anyhow::ensure!(
+                    ce_threshold_us >= 1,
+                    "fq_codel: ce_threshold must be at least 1 us"
+                );
             }
         }
         Ok(())
@@ -90,7 +136,11 @@ impl Backend {
             Backend::Droptail | Backend::BpfStep { .. } | Backend::BpfRed { .. } => {
                 s(&["pfifo", "limit", &buffer_pkts.to_string()])
             }
-            Backend::Red { min, max, probability } => {
+            Backend::Red {
+                min,
+                max,
+                probability,
+            } => {
                 // burst sets RED's averaging weight; min/avpkt + 1 follows the
                 // tc-red(8) advice and keeps the average close to the queue.
                 let burst = (min + 1).to_string();
@@ -127,13 +177,22 @@ impl Backend {
     /// What the BPF program on the bottleneck does for this backend. It
     /// always probes; it marks only for the BPF backends.
     pub fn marker_config(&self, buffer_pkts: u32, sample: u32) -> marker_config {
-        let mut c = marker_config { mode: marker_mode_MARKER_PROBE, sample, ..Default::default() };
+        let mut c = marker_config {
+            mode: marker_mode_MARKER_PROBE,
+            sample,
+            ..Default::default()
+        };
         match *self {
             Backend::BpfStep { k } => {
                 c.mode = marker_mode_MARKER_STEP;
                 c.k_pkts = k;
             }
-            Backend::BpfRed { min, max, max_p, wlog } => {
+            Backend::BpfRed {
+                min,
+                max,
+                max_p,
+                wlog,
+            } => {
                 c.mode = marker_mode_MARKER_RED;
                 c.red_min = min;
                 c.red_max = max;
@@ -159,16 +218,37 @@ mod tests {
     fn validation_gives_ranges() {
         assert!(Backend::BpfStep { k: 20 }.validate(100).is_ok());
         assert!(Backend::BpfStep { k: 0 }.validate(100).is_err());
-        assert!(Backend::BpfStep { k: 100 }.validate(100).unwrap_err().to_string().contains("1..100"));
+        assert!(Backend::BpfStep { k: 100 }
+            .validate(100)
+            .unwrap_err()
+            .to_string()
+            .contains("1..100"));
         assert!(Backend::red_step(20).validate(425).is_ok());
-        assert!(Backend::Red { min: 30, max: 20, probability: 1.0 }.validate(425).is_err());
-        assert!(Backend::BpfRed { min: 5, max: 15, max_p: 0.0, wlog: 9 }.validate(100).is_err());
-        assert!(Backend::FqCodel { ce_threshold_us: 0 }.validate(100).is_err());
+        assert!(Backend::Red {
+            min: 30,
+            max: 20,
+            probability: 1.0
+        }
+        .validate(425)
+        .is_err());
+        assert!(Backend::BpfRed {
+            min: 5,
+            max: 15,
+            max_p: 0.0,
+            wlog: 9
+        }
+        .validate(100)
+        .is_err());
+        assert!(Backend::FqCodel { ce_threshold_us: 0 }
+            .validate(100)
+            .is_err());
     }
 
     #[test]
     fn red_step_matches_mininet_shape() {
-        let args = Backend::red_step(20).child_qdisc(425, 100_000_000).join(" ");
+        let args = Backend::red_step(20)
+            .child_qdisc(425, 100_000_000)
+            .join(" ");
         assert!(args.contains("min 30280 max 31794"), "{args}");
         assert!(args.ends_with("probability 1 ecn"), "{args}");
     }
@@ -176,10 +256,26 @@ mod tests {
     #[test]
     fn marker_modes() {
         assert_eq!(Backend::BpfStep { k: 20 }.marker_config(100, 1).k_pkts, 20);
-        assert_eq!(Backend::Droptail.marker_config(100, 1).mode, marker_mode_MARKER_PROBE);
+        assert_eq!(
+            Backend::Droptail.marker_config(100, 1).mode,
+            marker_mode_MARKER_PROBE
+        );
         assert_eq!(Backend::Droptail.marker_config(100, 1).limit_pkts, 100);
-        assert_eq!(Backend::FqCodel { ce_threshold_us: 1000 }.marker_config(100, 1).limit_pkts, 0);
-        let red = Backend::BpfRed { min: 5, max: 15, max_p: 0.1, wlog: 9 }.marker_config(100, 1);
+        assert_eq!(
+            Backend::FqCodel {
+                ce_threshold_us: 1000
+            }
+            .marker_config(100, 1)
+            .limit_pkts,
+            0
+        );
+        let red = Backend::BpfRed {
+            min: 5,
+            max: 15,
+            max_p: 0.1,
+            wlog: 9,
+        }
+        .marker_config(100, 1);
         assert_eq!(red.red_max_p, 6554);
     }
 }

@@ -47,12 +47,17 @@ impl Bottleneck {
         self.validate()?;
         let rate = format!("{}bit", self.rate_bps);
         let burst = self.burst_bytes().to_string();
-        tc(ns, &["qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1"])?;
         tc(
             ns,
             &[
-                "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rate, "ceil", &rate,
-                "burst", &burst, "cburst", &burst,
+                "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
+            ],
+        )?;
+        tc(
+            ns,
+            &[
+                "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rate,
+                "ceil", &rate, "burst", &burst, "cburst", &burst,
             ],
         )?;
         let child = self.backend.child_qdisc(self.buffer_pkts, self.rate_bps);

@@ -14,19 +14,35 @@ pub struct Check {
 }
 
 fn check(feature: &'static str, available: bool, yes: &str, no: &str) -> Check {
-    Check { feature, available, note: if available { yes } else { no }.to_string() }
+    Check {
+        feature,
+        available,
+        note: if available { yes } else { no }.to_string(),
+    }
 }
 
 /// Kernel-level checks that need no scratch namespace.
 pub fn kernel_checks() -> Vec<Check> {
     let version = loader::preflight::kernel_version().unwrap_or((0, 0));
     let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
-    let struct_ops = libbpf_rs::ProgramType::StructOps.is_supported().unwrap_or(false);
+    let struct_ops = libbpf_rs::ProgramType::StructOps
+        .is_supported()
+        .unwrap_or(false);
     let dctcp = kernel_dctcp_available();
     let switch_loads = switch_program_loads();
     vec![
-        check("BTF", btf, "/sys/kernel/btf/vmlinux", "kernel without CONFIG_DEBUG_INFO_BTF: BPF congestion control cannot load"),
-        check("struct_ops", btf && struct_ops, "loader attach works", "use the kernel's dctcp module (VM tier)"),
+        check(
+            "BTF",
+            btf,
+            "/sys/kernel/btf/vmlinux",
+            "kernel without CONFIG_DEBUG_INFO_BTF: BPF congestion control cannot load",
+        ),
+        check(
+            "struct_ops",
+            btf && struct_ops,
+            "loader attach works",
+            "use the kernel's dctcp module (VM tier)",
+        ),
         check(
             "struct_ops link",
             version >= (6, 4),
@@ -50,11 +66,16 @@ pub fn kernel_checks() -> Vec<Check> {
 
 /// Whether the kernel's `dctcp` is registered or loads on demand.
 fn kernel_dctcp_available() -> bool {
-    if loader::preflight::registered_congestion_controls().iter().any(|c| c == "dctcp") {
+    if loader::preflight::registered_congestion_controls()
+        .iter()
+        .any(|c| c == "dctcp")
+    {
         return true;
     }
     // Selecting it makes the kernel try to load the module.
-    let Ok(sock) = std::net::TcpListener::bind("127.0.0.1:0") else { return false };
+    let Ok(sock) = std::net::TcpListener::bind("127.0.0.1:0") else {
+        return false;
+    };
     use std::os::fd::AsFd;
     loader::sockopt::set_congestion(sock.as_fd(), "dctcp").is_ok()
 }
@@ -81,17 +102,57 @@ pub fn qdisc_checks(ns: &str, dev: &str) -> Vec<Check> {
         let _ = tc(ns, &["qdisc", "del", "dev", dev, "root"]);
         ok
     };
-    let red = try_qdisc(&["red", "limit", "400000", "min", "30000", "max", "35000", "avpkt", "1500", "burst", "21", "bandwidth", "100mbit", "probability", "1", "ecn"]);
+    let red = try_qdisc(&[
+        "red",
+        "limit",
+        "400000",
+        "min",
+        "30000",
+        "max",
+        "35000",
+        "avpkt",
+        "1500",
+        "burst",
+        "21",
+        "bandwidth",
+        "100mbit",
+        "probability",
+        "1",
+        "ecn",
+    ]);
     let fq_codel = try_qdisc(&["fq_codel", "ce_threshold", "1ms"]);
     let netem = try_qdisc(&["netem", "delay", "1ms"]);
     let htb = try_qdisc(&["htb", "default", "1"]);
-    let tbf = try_qdisc(&["tbf", "rate", "100mbit", "burst", "15000", "limit", "150000"]);
-    let instead = "use bpf-step or bpf-red here, or run the lab in the stock-kernel VM (just vm-test)";
+    let tbf = try_qdisc(&[
+        "tbf", "rate", "100mbit", "burst", "15000", "limit", "150000",
+    ]);
+    let instead =
+        "use bpf-step or bpf-red here, or run the lab in the stock-kernel VM (just vm-test)";
     vec![
-        check("htb", htb, "the bottleneck shaper", "no shaper: the lab cannot run on this kernel"),
+        check(
+            "htb",
+            htb,
+            "the bottleneck shaper",
+            "no shaper: the lab cannot run on this kernel",
+        ),
         check("tbf", tbf, "alternative shaper", "htb is used"),
-        check("red", red, "backend red (Mininet-style step at K or classic RED)", instead),
-        check("fq_codel", fq_codel, "backend fq_codel (ce_threshold)", instead),
-        check("netem", netem, "link delay (--delay)", "no delay emulation here: run delay experiments in the VM (just vm-test)"),
+        check(
+            "red",
+            red,
+            "backend red (Mininet-style step at K or classic RED)",
+            instead,
+        ),
+        check(
+            "fq_codel",
+            fq_codel,
+            "backend fq_codel (ce_threshold)",
+            instead,
+        ),
+        check(
+            "netem",
+            netem,
+            "link delay (--delay)",
+            "no delay emulation here: run delay experiments in the VM (just vm-test)",
+        ),
     ]
 }

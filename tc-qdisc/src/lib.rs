@@ -9,7 +9,7 @@ pub mod intf;
 pub mod marker;
 pub mod qdisc_stats;
 mod skel;
-mod tc;
+pub mod tc;
 
 pub use backend::Backend;
 pub use bottleneck::Bottleneck;

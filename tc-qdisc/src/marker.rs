@@ -16,7 +16,9 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, MapHandle, ProgramMut, RingBufferBuilder};
 use serde::Serialize;
 
-use crate::intf::{from_bytes, marker_config, marker_stats, queue_sample, rx_flow_key, rx_flow_stats};
+use crate::intf::{
+    from_bytes, marker_config, marker_stats, queue_sample, rx_flow_key, rx_flow_stats,
+};
 use crate::skel::SwitchSkelBuilder;
 use loader::netns::with_netns;
 
@@ -64,7 +66,11 @@ fn attach_tcx(prog: &ProgramMut<'_>, ns: &Path, dev: &str) -> Result<Link> {
         let idx = ifindex(dev)?;
         // SAFETY: a loaded program; libbpf returns a new link or NULL.
         let ptr = unsafe {
-            libbpf_rs::libbpf_sys::bpf_program__attach_tcx(prog.as_libbpf_object().as_ptr(), idx as i32, std::ptr::null())
+            libbpf_rs::libbpf_sys::bpf_program__attach_tcx(
+                prog.as_libbpf_object().as_ptr(),
+                idx as i32,
+                std::ptr::null(),
+            )
         };
         let ptr = NonNull::new(ptr).ok_or_else(|| {
             anyhow!(
@@ -80,16 +86,40 @@ fn attach_tcx(prog: &ProgramMut<'_>, ns: &Path, dev: &str) -> Result<Link> {
 impl BpfSwitch {
     /// Loads the switch with `cfg` and attaches the marker/probe to `egress`
     /// in `switch_ns` and the CE counter to `rx_if` in `rx_ns`.
-    pub fn start(cfg: marker_config, switch_ns: &Path, egress: &str, rx_ns: &Path, rx_if: &str) -> Result<BpfSwitch> {
+    pub fn start(
+        cfg: marker_config,
+        switch_ns: &Path,
+        egress: &str,
+        rx_ns: &Path,
+        rx_if: &str,
+    ) -> Result<BpfSwitch> {
         let mut storage = MaybeUninit::uninit();
-        let mut open = SwitchSkelBuilder::default().open(&mut storage).context("opening the BPF switch")?;
-        let ro = open.maps.rodata_data.as_deref_mut().context("rodata not mapped")?;
+        let mut open = SwitchSkelBuilder::default()
+            .open(&mut storage)
+            .context("opening the BPF switch")?;
+        let ro = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .context("rodata not mapped")?;
         // The skeleton's copy of marker_config has the same C layout: write it bytewise.
         let bytes = loader::intf::to_bytes(&cfg);
-        assert_eq!(std::mem::size_of_val(&ro.cfg), bytes.len(), "marker_config layouts differ");
+        assert_eq!(
+            std::mem::size_of_val(&ro.cfg),
+            bytes.len(),
+            "marker_config layouts differ"
+        );
         // SAFETY: both are the C struct marker_config from bpf/intf.h, same size.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), &mut ro.cfg as *mut _ as *mut u8, bytes.len()) };
-        let skel = open.load().context("loading the BPF switch (needs bpf_cast_to_kern_ctx, Linux 6.3+)")?;
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                &mut ro.cfg as *mut _ as *mut u8,
+                bytes.len(),
+            )
+        };
+        let skel = open
+            .load()
+            .context("loading the BPF switch (needs bpf_cast_to_kern_ctx, Linux 6.3+)")?;
 
         let links = vec![
             attach_tcx(&skel.progs.bottleneck_egress, switch_ns, egress)?,
@@ -100,12 +130,21 @@ impl BpfSwitch {
         let samples = MapHandle::try_from(&skel.maps.samples)?;
         let stop = Arc::new(AtomicBool::new(false));
         let reader = (cfg.sample > 0).then(|| spawn_reader(samples, stop.clone()));
-        Ok(BpfSwitch { _links: links, stats, rx_flows, stop, reader })
+        Ok(BpfSwitch {
+            _links: links,
+            stats,
+            rx_flows,
+            stop,
+            reader,
+        })
     }
 
     /// Marker counters, summed over CPUs.
     pub fn stats(&self) -> Result<marker_stats> {
-        let per_cpu = self.stats.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?.context("no stats")?;
+        let per_cpu = self
+            .stats
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
+            .context("no stats")?;
         let mut t = marker_stats::default();
         for s in per_cpu.iter().filter_map(|b| from_bytes::<marker_stats>(b)) {
             t.pkts += s.pkts;
@@ -123,8 +162,14 @@ impl BpfSwitch {
     pub fn rx_flows(&self) -> Result<Vec<RxFlow>> {
         let mut out = Vec::new();
         for key in self.rx_flows.keys() {
-            let Some(k) = from_bytes::<rx_flow_key>(&key) else { continue };
-            let Some(v) = self.rx_flows.lookup(&key, MapFlags::ANY)?.and_then(|b| from_bytes::<rx_flow_stats>(&b)) else {
+            let Some(k) = from_bytes::<rx_flow_key>(&key) else {
+                continue;
+            };
+            let Some(v) = self
+                .rx_flows
+                .lookup(&key, MapFlags::ANY)?
+                .and_then(|b| from_bytes::<rx_flow_stats>(&b))
+            else {
                 continue;
             };
             out.push(RxFlow {
@@ -147,8 +192,12 @@ impl BpfSwitch {
     /// stay attached until this value is dropped.
     pub fn take_trace(&mut self) -> Result<QueueTrace> {
         self.stop.store(true, Ordering::Relaxed);
-        let Some(reader) = self.reader.take() else { return Ok(QueueTrace::default()) };
-        let samples = reader.join().map_err(|_| anyhow!("queue probe reader panicked"))??;
+        let Some(reader) = self.reader.take() else {
+            return Ok(QueueTrace::default());
+        };
+        let samples = reader
+            .join()
+            .map_err(|_| anyhow!("queue probe reader panicked"))??;
         Ok(QueueTrace { samples })
     }
 }

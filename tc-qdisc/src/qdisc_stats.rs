@@ -35,6 +35,9 @@ pub fn read(ns: &str, dev: &str) -> Result<QdiscCounters> {
         sent_packets: num(root, "packets"),
         drops: num(root, "drops"),
         // Names differ by qdisc: red says `marked`, fq_codel `ce_mark`.
-        marks: qdiscs.iter().map(|q| num(q, "marked") + num(q, "ce_mark")).sum(),
+        marks: qdiscs
+            .iter()
+            .map(|q| num(q, "marked") + num(q, "ce_mark"))
+            .sum(),
     })
 }

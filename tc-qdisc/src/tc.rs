@@ -13,7 +13,11 @@ pub fn tc(ns: &str, args: &[&str]) -> Result<String> {
         .output()
         .context("running tc (install iproute2)")?;
     if !out.status.success() {
-        bail!("tc -n {ns} {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+        bail!(
+            "tc -n {ns} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

@@ -100,11 +100,12 @@ pub struct Pair {
     pub client: Netns,
     pub server: Netns,
     pub server_if: String,
+    _prefix: Prefix,
 }
 
 impl Pair {
     pub fn new() -> Pair {
-        let p = Prefix::unique();
+        let p = Prefix::unique().unwrap();
         let client = Netns::create(&p.ns("cl")).unwrap();
         let server = Netns::create(&p.ns("sv")).unwrap();
         let veth = Veth::create(
@@ -120,6 +121,7 @@ impl Pair {
             client,
             server,
             server_if: veth.b,
+            _prefix: p,
         }
     }
 }
@@ -275,49 +277,52 @@ pub fn count_ecn_marks(
 ) -> JoinHandle<std::io::Result<(u64, u64)>> {
     let dev = dev.to_string();
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
-    let handle = ns.spawn(move || -> (u64, u64) {
-        let sock = Socket::new(
-            Domain::PACKET,
-            Type::RAW,
-            Some(Protocol::from(i32::from((libc::ETH_P_IP as u16).to_be()))),
-        )
-        .expect("packet socket");
-        sock.bind_device(Some(dev.as_bytes()))
-            .expect("bind to device");
-        sock.set_read_timeout(Some(Duration::from_millis(100)))
-            .unwrap();
-        // Segments are up to 64 KB with GSO; a deep buffer keeps more of them.
-        let _ = sock.set_recv_buffer_size(32 << 20);
-        ready_tx.send(()).unwrap();
-        let (mut data, mut ecn) = (0, 0);
-        let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); 65536];
-        while !stop.load(Ordering::Relaxed) {
-            let Ok(n) = sock.recv(&mut buf) else { continue };
-            // SAFETY: recv initialised the first n bytes.
-            let pkt: Vec<u8> = buf[..n]
-                .iter()
-                .map(|b| unsafe { b.assume_init() })
-                .collect();
-            let ip = &pkt[14..];
-            if ip.len() < 40 || ip[9] != 6 {
-                continue;
+    let handle = ns
+        .spawn(move || -> (u64, u64) {
+            let sock = Socket::new(
+                Domain::PACKET,
+                Type::RAW,
+                Some(Protocol::from(i32::from((libc::ETH_P_IP as u16).to_be()))),
+            )
+            .expect("packet socket");
+            sock.bind_device(Some(dev.as_bytes()))
+                .expect("bind to device");
+            sock.set_read_timeout(Some(Duration::from_millis(100)))
+                .unwrap();
+            // Segments are up to 64 KB with GSO; a deep buffer keeps more of them.
+            let _ = sock.set_recv_buffer_size(32 << 20);
+            ready_tx.send(()).unwrap();
+            let (mut data, mut ecn) = (0, 0);
+            let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); 65536];
+            while !stop.load(Ordering::Relaxed) {
+                let Ok(n) = sock.recv(&mut buf) else { continue };
+                // SAFETY: recv initialised the first n bytes.
+                let pkt: Vec<u8> = buf[..n]
+                    .iter()
+                    .map(|b| unsafe { b.assume_init() })
+                    .collect();
+                let ip = &pkt[14..];
+                if ip.len() < 40 || ip[9] != 6 {
+                    continue;
+                }
+                let ihl = usize::from(ip[0] & 0xf) * 4;
+                let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+                let tcp = &ip[ihl..];
+                let doff = usize::from(tcp[12] >> 4) * 4;
+                if u16::from_be_bytes([tcp[2], tcp[3]]) != port || total <= ihl + doff {
+                    continue;
+                }
+                data += 1;
+                if ip[1] & 0x3 != 0 {
+                    ecn += 1;
+                }
             }
-            let ihl = usize::from(ip[0] & 0xf) * 4;
-            let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-            let tcp = &ip[ihl..];
-            let doff = usize::from(tcp[12] >> 4) * 4;
-            if u16::from_be_bytes([tcp[2], tcp[3]]) != port || total <= ihl + doff {
-                continue;
-            }
-            data += 1;
-            if ip[1] & 0x3 != 0 {
-                ecn += 1;
-            }
-        }
-        (data, ecn)
-    })
-    .unwrap();
+            (data, ecn)
+        })
+        .unwrap();
     // Capturing before the caller starts the traffic.
-    ready_rx.recv_timeout(Duration::from_secs(10)).expect("capture socket ready");
+    ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("capture socket ready");
     handle
 }

@@ -158,8 +158,8 @@ int bottleneck_egress(struct __sk_buff *ctx)
 	struct pkt p = {};
 	int verdict = TC_ACT_OK;
 
-	if (!parse(ctx, &p))
-		return TC_ACT_OK;
+	/* Non-IPv4 (ARP) is counted and recorded but never marked or dropped. */
+	bool ipv4 = parse(ctx, &p);
 
 	if (cfg.limit_pkts && qlen >= cfg.limit_pkts) {
 		action = QA_TAILDROP;
@@ -169,7 +169,7 @@ int bottleneck_egress(struct __sk_buff *ctx)
 	} else if (cfg.mode == MARKER_RED) {
 		congested = red_decide(qlen);
 	}
-	if (congested) {
+	if (congested && ipv4) {
 		if (p.ecn == 0) {
 			action = QA_DROP;
 			verdict = TC_ACT_SHOT;

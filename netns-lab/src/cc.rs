@@ -1,0 +1,40 @@
+//! Congestion controls a lab uses: the kernel's by name, or a BPF algorithm
+//! attached for the lab alone under the lab's own name and detached after.
+
+use anyhow::Result;
+use loader::algo::Algo;
+use loader::instance::{self, AttachMode, AttachRequest};
+use loader::params::Assignment;
+
+use crate::prefix::Prefix;
+
+/// A BPF algorithm registered for one lab run.
+pub struct LabCc {
+    pub name: String,
+    _prefix: Prefix,
+}
+
+impl LabCc {
+    pub fn attach(algo: Algo, params: Vec<Assignment>) -> Result<LabCc> {
+        let prefix = Prefix::unique()?;
+        let name = prefix.as_str().to_string();
+        instance::attach(&AttachRequest {
+            algo,
+            name: name.clone(),
+            params,
+            mode: AttachMode::Auto,
+        })?;
+        Ok(LabCc {
+            name,
+            _prefix: prefix,
+        })
+    }
+}
+
+impl Drop for LabCc {
+    fn drop(&mut self) {
+        if let Err(e) = instance::detach(&self.name) {
+            eprintln!("warning: detaching {}: {e:#}", self.name);
+        }
+    }
+}

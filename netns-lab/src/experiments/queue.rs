@@ -1,0 +1,538 @@
+//! `lab queue` (paper Fig. 1; seed 000's setup validation): two long flows
+//! into one receiver through a K-marking switch; DCTCP keeps the queue near
+//! K while TCP's sawtooth fills the buffer.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use loader::algo::Algo;
+use serde::Serialize;
+use tc_qdisc::intf::queue_sample;
+use tc_qdisc::{Backend, Bottleneck};
+
+use crate::cc::LabCc;
+use crate::plot::{self, Chart, Series};
+use crate::results::ResultsDir;
+use crate::scenario::{self, Outcome, Scenario};
+use crate::stats::cdf;
+use crate::traffic::FlowSpec;
+use crate::units::{fmt_rate, rate_tag};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct QueueConfig {
+    pub rates_bps: Vec<u64>,
+    pub k: u32,
+    pub buffer_pkts: u32,
+    pub flows: usize,
+    pub duration: Duration,
+    pub warmup: Duration,
+    /// What to compare: algorithm:backend pairs, e.g. bpf_dctcp:bpf-step.
+    pub variants: Vec<String>,
+    pub delay: Option<Duration>,
+}
+
+/// One line of the comparison: an algorithm on a backend.
+#[derive(Clone, Debug)]
+pub struct Variant {
+    /// As given: `bpf_dctcp` (attached for the run), or a kernel algorithm.
+    pub cc: String,
+    pub backend: String,
+}
+
+impl Variant {
+    pub fn label(&self) -> String {
+        format!("{}@{}", self.cc, self.backend)
+    }
+
+    /// ECN-based DCTCP, held to the DCTCP targets.
+    pub fn is_dctcp(&self) -> bool {
+        self.cc.ends_with("dctcp")
+    }
+}
+
+pub const DEFAULT_VARIANTS: &str = "bpf_dctcp:bpf-step,cubic:droptail,reno:droptail";
+
+pub fn parse_variant(s: &str) -> Result<Variant, String> {
+    let (cc, backend) = s.split_once(':').ok_or_else(|| {
+        format!("`{s}`: expected algorithm:backend, e.g. bpf_dctcp:bpf-step or cubic:droptail")
+    })?;
+    backend_for(backend, 20, 100_000_000).map_err(|e| e.to_string())?;
+    if cc.is_empty() {
+        return Err(format!("`{s}`: no algorithm"));
+    }
+    Ok(Variant {
+        cc: cc.to_string(),
+        backend: backend.to_string(),
+    })
+}
+
+/// The backend called `name` with threshold K; fq_codel's threshold is the
+/// time K packets take at the link rate.
+pub fn backend_for(name: &str, k: u32, rate_bps: u64) -> Result<Backend> {
+    Ok(match name {
+        "droptail" => Backend::Droptail,
+        "bpf-step" => Backend::BpfStep { k },
+        "bpf-red" => Backend::BpfRed {
+            min: k,
+            max: 3 * k,
+            max_p: 0.1,
+            wlog: 9,
+        },
+        "red" => Backend::red_step(k),
+        "fq_codel" => Backend::FqCodel {
+            ce_threshold_us: ((u64::from(k)
+                * u64::from(tc_qdisc::backend::PKT_BYTES)
+                * 8
+                * 1_000_000)
+                / rate_bps)
+                .max(1) as u32,
+        },
+        other => bail!("backend `{other}`: use droptail, bpf-step, bpf-red, red or fq_codel"),
+    })
+}
+
+pub fn validate(cfg: &QueueConfig) -> Result<()> {
+    anyhow::ensure!(!cfg.rates_bps.is_empty(), "give at least one rate");
+    anyhow::ensure!(
+        (1..=64).contains(&cfg.flows),
+        "--flows {} out of range: 1 to 64",
+        cfg.flows
+    );
+    anyhow::ensure!(
+        cfg.duration > cfg.warmup,
+        "--duration must exceed the warmup ({:?})",
+        cfg.warmup
+    );
+    anyhow::ensure!(
+        !cfg.variants.is_empty(),
+        "give at least one algorithm:backend"
+    );
+    for v in &cfg.variants {
+        let v = parse_variant(v).map_err(anyhow::Error::msg)?;
+        for &rate in &cfg.rates_bps {
+            Bottleneck {
+                rate_bps: rate,
+                buffer_pkts: cfg.buffer_pkts,
+                backend: backend_for(&v.backend, cfg.k, rate)?,
+            }
+            .validate()?;
+        }
+    }
+    Ok(())
+}
+
+pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<Outcome>> {
+    validate(cfg)?;
+    out.write_json("config.json", cfg)?;
+    let variants: Vec<Variant> = cfg
+        .variants
+        .iter()
+        .map(|v| parse_variant(v).map_err(anyhow::Error::msg))
+        .collect::<Result<_>>()?;
+    // Our algorithm is attached under the lab's own name for this run.
+    let bpf = variants
+        .iter()
+        .any(|v| v.cc == "bpf_dctcp")
+        .then(|| LabCc::attach(Algo::Dctcp, vec![]))
+        .transpose()?;
+    let cc_name = |v: &Variant| match (&bpf, v.cc.as_str()) {
+        (Some(b), "bpf_dctcp") => b.name.clone(),
+        _ => v.cc.clone(),
+    };
+
+    let total = cfg.rates_bps.len() * variants.len();
+    let mut outcomes = Vec::new();
+    let mut traces: Vec<(u64, String, Vec<queue_sample>)> = Vec::new();
+    for (ri, &rate) in cfg.rates_bps.iter().enumerate() {
+        for (vi, v) in variants.iter().enumerate() {
+            let n = ri * variants.len() + vi + 1;
+            let scn = Scenario {
+                label: v.label(),
+                bottleneck: Bottleneck {
+                    rate_bps: rate,
+                    buffer_pkts: cfg.buffer_pkts,
+                    backend: backend_for(&v.backend, cfg.k, rate)?,
+                },
+                flows: (0..cfg.flows)
+                    .map(|i| FlowSpec {
+                        sender: i,
+                        cc: cc_name(v),
+                    })
+                    .collect(),
+                duration: cfg.duration,
+                warmup: cfg.warmup,
+                delay: cfg.delay,
+                interval: Duration::from_millis(100),
+            };
+            let bar = ProgressBar::new(cfg.duration.as_millis() as u64);
+            bar.set_style(
+                ProgressStyle::with_template("[{pos:>5}/{len:5} ms] {bar:30} {msg}").unwrap(),
+            );
+            bar.set_message(format!("run {n}/{total}: {} {}", fmt_rate(rate), v.label()));
+            let (outcome, samples) =
+                scenario::run(&scn, stop, |t| bar.set_position(t.as_millis() as u64))?;
+            bar.finish_and_clear();
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                bail!("interrupted");
+            }
+            let dir = out.sub(&format!("{}-{}-{}", rate_tag(rate), v.cc, v.backend))?;
+            write_run(&dir, &scn, &outcome, &samples)?;
+            eprintln!(
+                "{} {:<20}: queue mean {:.1} p95 {:.0} pkts, util {:.1}%, drops {}, marks {}",
+                fmt_rate(rate),
+                v.label(),
+                outcome.queue.mean,
+                outcome.queue.p95,
+                outcome.utilization * 100.0,
+                outcome.drops,
+                outcome.marks
+            );
+            traces.push((rate, v.label(), samples));
+            outcomes.push(outcome);
+        }
+    }
+    plot_rates(cfg, out, &traces)?;
+    let dctcp_labels: Vec<String> = variants
+        .iter()
+        .filter(|v| v.is_dctcp())
+        .map(Variant::label)
+        .collect();
+    out.write_text("summary.md", &summary(cfg, &outcomes, &dctcp_labels))?;
+    Ok(outcomes)
+}
+
+fn write_run(
+    dir: &ResultsDir,
+    scn: &Scenario,
+    o: &Outcome,
+    samples: &[queue_sample],
+) -> Result<()> {
+    dir.write_json("scenario.json", scn)?;
+    dir.write_json("outcome.json", o)?;
+    let t0 = samples.first().map_or(0, |s| s.ts_ns);
+    let mut w = dir.csv(
+        "queue.csv.gz",
+        "t_s,qlen_pkts,backlog_bytes,len,sport,dport,action,ecn",
+    )?;
+    for s in samples {
+        writeln!(
+            w,
+            "{:.6},{},{},{},{},{},{},{}",
+            (s.ts_ns - t0) as f64 / 1e9,
+            s.qlen,
+            s.backlog,
+            s.len,
+            s.sport,
+            s.dport,
+            s.action,
+            s.ecn
+        )?;
+    }
+    drop(w);
+    let header: Vec<String> = std::iter::once("t_s".to_string())
+        .chain(
+            o.flows
+                .iter()
+                .map(|f| format!("flow{}_{}_mbps", f.sender, f.sport)),
+        )
+        .collect();
+    let mut w = dir.csv("throughput.csv", &header.join(","))?;
+    let iv = scn.interval.as_secs_f64();
+    let n = o.flows.iter().map(|f| f.series.len()).max().unwrap_or(0);
+    for i in 0..n {
+        let row: Vec<String> = o
+            .flows
+            .iter()
+            .map(|f| {
+                format!(
+                    "{:.3}",
+                    f.series.get(i).copied().unwrap_or(0) as f64 * 8.0 / iv / 1e6
+                )
+            })
+            .collect();
+        writeln!(w, "{:.1},{}", (i + 1) as f64 * iv, row.join(","))?;
+    }
+    drop(w);
+    plot::draw(
+        &dir.file("throughput.png"),
+        &Chart {
+            title: &format!(
+                "{} at {}: per-flow throughput",
+                o.label,
+                fmt_rate(o.rate_bps)
+            ),
+            x_label: "time (s)",
+            y_label: "Mbit/s",
+            series: o
+                .flows
+                .iter()
+                .map(|f| Series {
+                    name: format!("flow {} ({})", f.sender, f.cc_used),
+                    points: f
+                        .series
+                        .iter()
+                        .enumerate()
+                        .map(|(i, b)| ((i + 1) as f64 * iv, *b as f64 * 8.0 / iv / 1e6))
+                        .collect(),
+                })
+                .collect(),
+            hlines: vec![],
+            y_max: Some(o.rate_bps as f64 / 1e6 * 1.1),
+        },
+    )
+}
+
+/// Queue over time (an excerpt of the window, every arrival) and queue CDF,
+/// one chart each per rate, all algorithms together.
+fn plot_rates(
+    cfg: &QueueConfig,
+    out: &ResultsDir,
+    traces: &[(u64, String, Vec<queue_sample>)],
+) -> Result<()> {
+    for &rate in &cfg.rates_bps {
+        let runs: Vec<_> = traces.iter().filter(|t| t.0 == rate).collect();
+        // 100 ms of line rate is 8,000 packets at 100 Mbit/s: show about 1 s
+        // at 100 Mbit/s and 0.25 s at 1 Gbit/s, enough for several sawteeth.
+        let span_s = (1e8 / rate as f64).clamp(0.1, 1.0);
+        let mut over_time = Vec::new();
+        let mut cdfs = Vec::new();
+        for (_, label, samples) in &runs {
+            let Some(first) = samples.first() else {
+                continue;
+            };
+            let start = first.ts_ns;
+            let points: Vec<(f64, f64)> = samples
+                .iter()
+                .map(|s| ((s.ts_ns - start) as f64 / 1e9, f64::from(s.qlen)))
+                .take_while(|(t, _)| *t <= span_s)
+                .collect();
+            over_time.push(Series {
+                name: label.to_string(),
+                points,
+            });
+            let q: Vec<f64> = samples.iter().map(|s| f64::from(s.qlen)).collect();
+            cdfs.push(Series {
+                name: label.to_string(),
+                points: cdf(&q),
+            });
+        }
+        let tag = rate_tag(rate);
+        plot::draw(
+            &out.file(&format!("queue_{tag}.png")),
+            &Chart {
+                title: &format!(
+                    "Queue at every arrival, {} flows, {} (K = {})",
+                    cfg.flows,
+                    fmt_rate(rate),
+                    cfg.k
+                ),
+                x_label: "time (s)",
+                y_label: "queue (packets)",
+                series: over_time,
+                hlines: vec![(f64::from(cfg.k), format!("K = {}", cfg.k))],
+                y_max: Some(f64::from(cfg.buffer_pkts) * 1.05),
+            },
+        )?;
+        plot::draw(
+            &out.file(&format!("queue_cdf_{tag}.png")),
+            &Chart {
+                title: &format!("Queue length CDF, {} flows, {}", cfg.flows, fmt_rate(rate)),
+                x_label: "queue (packets)",
+                y_label: "fraction of arrivals",
+                series: cdfs,
+                hlines: vec![],
+                y_max: Some(1.02),
+            },
+        )?;
+    }
+    Ok(())
+}
+
+fn mark(ok: bool) -> &'static str {
+    if ok {
+        "yes"
+    } else {
+        "**NO**"
+    }
+}
+
+/// Theory (Alizadeh et al. 2010, section 3.3) beside the measurements.
+fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> String {
+    let n = cfg.flows as f64;
+    let k = f64::from(cfg.k);
+    let mut s = String::new();
+    let _ = writeln!(s, "# Queue occupancy: DCTCP against TCP (paper Fig. 1)\n");
+    let _ = writeln!(
+        s,
+        "{} long flows into one receiver; bottleneck buffer {} packets; marking backends at K = {}; rows are \
+         algorithm@backend. {:.0} s per run, the first {:.0} s not measured. Queue = packets found by each arriving \
+         packet (BPF probe at the bottleneck).\n",
+        cfg.flows,
+        cfg.buffer_pkts,
+        cfg.k,
+        cfg.duration.as_secs_f64(),
+        cfg.warmup.as_secs_f64()
+    );
+    let _ = writeln!(s, "| rate | algorithm@backend | queue mean | p5-p95 | max | empty | utilization | drops | marks | CE at receiver | goodput per flow (Mbit/s) |");
+    let _ = writeln!(
+        s,
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    );
+    for o in outcomes {
+        let gp: Vec<String> = o
+            .goodput_bps
+            .iter()
+            .map(|g| format!("{:.1}", g / 1e6))
+            .collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.1} | {:.0}-{:.0} | {:.0} | {:.1}% | {:.1}% | {} | {} | {:.2}% | {} |",
+            fmt_rate(o.rate_bps),
+            o.label,
+            o.queue.mean,
+            o.queue.p5,
+            o.queue.p95,
+            o.queue.max,
+            o.queue_empty_fraction * 100.0,
+            o.utilization * 100.0,
+            o.drops,
+            o.marks,
+            o.ce_fraction * 100.0,
+            gp.join(" / ")
+        );
+    }
+    let _ = writeln!(s, "\n## Against theory and the reference traces\n");
+    let _ = writeln!(
+        s,
+        "Reference (mininet-tests, hardware DCTCP trace): mean 19.0 packets, p5-p95 17.1-20.7; TCP 331.\n"
+    );
+    for &rate in &cfg.rates_bps {
+        let c = rate as f64 / (f64::from(tc_qdisc::backend::PKT_BYTES) * 8.0);
+        let rows: Vec<&Outcome> = outcomes.iter().filter(|o| o.rate_bps == rate).collect();
+        let rtt = rows
+            .iter()
+            .flat_map(|o| o.flows.iter().map(|f| f.info.min_rtt_us))
+            .filter(|&r| r > 0)
+            .min()
+            .unwrap_or(0) as f64
+            / 1e6;
+        let bdp = c * rtt;
+        let amp = 0.5 * (2.0 * n * (bdp + k)).sqrt();
+        let tc = 0.5 * (2.0 * (bdp + k) / n).sqrt();
+        let _ = writeln!(
+            s,
+            "### {}\n\nC = {:.0} packets/s, base RTT {:.0} us (min over flows), C x RTT = {:.2} packets. \
+             Full throughput needs K > C x RTT / 7 = {:.2}: K = {} {}. Theory for N = {}: Qmax = K + N = {:.0}, \
+             amplitude A = {:.1} packets, period Tc = {:.1} RTTs.\n",
+            fmt_rate(rate),
+            c,
+            rtt * 1e6,
+            bdp,
+            bdp / 7.0,
+            cfg.k,
+            if k > bdp / 7.0 { "satisfies it" } else { "does not" },
+            cfg.flows,
+            k + n,
+            amp,
+            tc
+        );
+        let tcp_mean = rows
+            .iter()
+            .filter(|o| !dctcp_labels.contains(&o.label))
+            .map(|o| o.queue.mean)
+            .fold(0.0, f64::max);
+        let _ = writeln!(
+            s,
+            "| check | target | measured | met |\n| --- | --- | --- | --- |"
+        );
+        for o in rows.iter().filter(|o| dctcp_labels.contains(&o.label)) {
+            let l = &o.label;
+            let _ = writeln!(
+                s,
+                "| {l} mean queue | K +/- 3 = {:.0}-{:.0} | {:.1} | {} |",
+                k - 3.0,
+                k + 3.0,
+                o.queue.mean,
+                mark((o.queue.mean - k).abs() <= 3.0)
+            );
+            let _ = writeln!(
+                s,
+                "| {l} p95 queue | <= K + N + 5 = {:.0} | {:.0} | {} |",
+                k + n + 5.0,
+                o.queue.p95,
+                mark(o.queue.p95 <= k + n + 5.0)
+            );
+            let _ = writeln!(
+                s,
+                "| {l} max queue | Qmax = K + N = {:.0} (theory) | {:.0} | - |",
+                k + n,
+                o.queue.max
+            );
+            let _ = writeln!(
+                s,
+                "| {l} utilization | >= 95% | {:.1}% | {} |",
+                o.utilization * 100.0,
+                mark(o.utilization >= 0.95)
+            );
+            let _ = writeln!(
+                s,
+                "| {l} drops | 0 | {} | {} |",
+                o.drops,
+                mark(o.drops == 0)
+            );
+            if tcp_mean > 0.0 {
+                let _ = writeln!(
+                    s,
+                    "| TCP mean queue / {l} | >= 10 | {:.1} | {} |",
+                    tcp_mean / o.queue.mean.max(1e-9),
+                    mark(tcp_mean >= 10.0 * o.queue.mean)
+                );
+            }
+        }
+        for o in rows.iter().filter(|o| !dctcp_labels.contains(&o.label)) {
+            let _ = writeln!(
+                s,
+                "| {} drops | > 0 | {} | {} |",
+                o.label,
+                o.drops,
+                mark(o.drops > 0)
+            );
+        }
+        let _ = writeln!(s);
+    }
+    let _ = writeln!(s, "## Probe against the qdisc's own counters\n");
+    let _ = writeln!(s, "| rate | algorithm | probe arrivals enqueued | qdisc sent + dropped | probe tail drops | qdisc drops | marks | CE at receiver |");
+    let _ = writeln!(s, "| --- | --- | --- | --- | --- | --- | --- | --- |");
+    for o in outcomes {
+        let p = &o.probe_check;
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            fmt_rate(o.rate_bps),
+            o.label,
+            p.probe_enqueued,
+            p.qdisc_accounted,
+            p.probe_taildrops,
+            p.qdisc_drops,
+            p.marks,
+            p.receiver_ce
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nPlots: `queue_<rate>.png` (queue at every arrival over a short excerpt), `queue_cdf_<rate>.png`, and per \
+         run `throughput.png`. Raw samples: `<rate>-<algorithm>/queue.csv.gz`, `throughput.csv`."
+    );
+    s
+}
+
+/// Results land under `results/` of the current directory unless --out says.
+pub fn default_root() -> PathBuf {
+    PathBuf::from("results")
+}

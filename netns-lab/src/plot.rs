@@ -1,0 +1,122 @@
+//! PNG line charts (plotters, text with the DejaVu font from
+//! fonts-dejavu-core, which setup.sh installs).
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use anyhow::{anyhow, Context, Result};
+use plotters::prelude::*;
+
+const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+fn register_font() -> Result<()> {
+    static DONE: OnceLock<Result<(), String>> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let bytes = std::fs::read(FONT)
+            .map_err(|e| format!("{FONT}: {e} (install fonts-dejavu-core: ./setup.sh)"))?;
+        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+            .map_err(|_| format!("{FONT} is not a usable font"))
+    })
+    .clone()
+    .map_err(|e| anyhow!(e))
+}
+
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+pub struct Chart<'a> {
+    pub title: &'a str,
+    pub x_label: &'a str,
+    pub y_label: &'a str,
+    pub series: Vec<Series>,
+    /// Horizontal reference lines (value, label), e.g. K.
+    pub hlines: Vec<(f64, String)>,
+    /// Fixed y range; otherwise 0 to the data's maximum.
+    pub y_max: Option<f64>,
+}
+
+fn bounds(c: &Chart<'_>) -> (f64, f64, f64) {
+    let pts = c.series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0f64);
+    for &(x, y) in pts {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    for (y, _) in &c.hlines {
+        y1 = y1.max(*y);
+    }
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    (
+        x0,
+        x1,
+        c.y_max.unwrap_or(if y1 > 0.0 { y1 * 1.08 } else { 1.0 }),
+    )
+}
+
+/// Draws `chart` to a 1000x560 PNG at `path`.
+pub fn draw(path: &Path, chart: &Chart<'_>) -> Result<()> {
+    register_font()?;
+    let root = BitMapBackend::new(path, (1000, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+    let (x0, x1, y1) = bounds(chart);
+    let mut cc = ChartBuilder::on(&root)
+        .caption(chart.title, ("sans-serif", 24))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(x0..x1, 0f64..y1)
+        .map_err(|e| anyhow!("{e}"))?;
+    cc.configure_mesh()
+        .x_desc(chart.x_label)
+        .y_desc(chart.y_label)
+        .label_style(("sans-serif", 16))
+        .axis_desc_style(("sans-serif", 18))
+        .draw()
+        .map_err(|e| anyhow!("{e}"))?;
+    let palette = [
+        RGBColor(31, 119, 180),
+        RGBColor(214, 39, 40),
+        RGBColor(44, 160, 44),
+        RGBColor(148, 103, 189),
+        RGBColor(255, 127, 14),
+        RGBColor(23, 190, 207),
+        RGBColor(0, 0, 0),
+        RGBColor(140, 86, 75),
+    ];
+    for (i, s) in chart.series.iter().enumerate() {
+        let color = palette[i % palette.len()];
+        cc.draw_series(LineSeries::new(
+            s.points.iter().copied(),
+            color.stroke_width(2),
+        ))
+        .map_err(|e| anyhow!("{e}"))?
+        .label(s.name.as_str())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3)));
+    }
+    for (y, label) in &chart.hlines {
+        let style = BLACK.mix(0.6).stroke_width(1);
+        cc.draw_series(LineSeries::new(vec![(x0, *y), (x1, *y)], style))
+            .map_err(|e| anyhow!("{e}"))?
+            .label(label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+    }
+    cc.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 16))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| anyhow!("{e}"))?;
+    root.present()
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}

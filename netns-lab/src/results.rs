@@ -1,0 +1,77 @@
+//! `results/<experiment>/<timestamp>/`: configuration, raw samples, plots
+//! and summary of one experiment.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use flate2::write::GzEncoder;
+use serde::Serialize;
+
+pub struct ResultsDir {
+    pub path: PathBuf,
+}
+
+/// UTC timestamp `YYYYmmdd-HHMMSS` (sorts by time).
+pub fn timestamp() -> String {
+    let t = unsafe { libc::time(std::ptr::null_mut()) };
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers to a time_t and a tm.
+    unsafe { libc::gmtime_r(&t, &mut tm) };
+    format!(
+        "{:04}{:02}{:02}-{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+impl ResultsDir {
+    /// `root/<experiment>/<timestamp>`, or `out` itself when given.
+    pub fn create(root: &Path, experiment: &str, out: Option<&Path>) -> Result<ResultsDir> {
+        let path = match out {
+            Some(p) => p.to_path_buf(),
+            None => root.join(experiment).join(timestamp()),
+        };
+        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(ResultsDir { path })
+    }
+
+    pub fn sub(&self, name: &str) -> Result<ResultsDir> {
+        let path = self.path.join(name);
+        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(ResultsDir { path })
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    pub fn write_json<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
+        let f = File::create(self.file(name)).with_context(|| format!("creating {name}"))?;
+        serde_json::to_writer_pretty(BufWriter::new(f), value)?;
+        Ok(())
+    }
+
+    pub fn write_text(&self, name: &str, text: &str) -> Result<()> {
+        std::fs::write(self.file(name), text).with_context(|| format!("writing {name}"))
+    }
+
+    /// A CSV writer; `.csv.gz` names are compressed.
+    pub fn csv(&self, name: &str, header: &str) -> Result<Box<dyn Write>> {
+        let f = BufWriter::new(
+            File::create(self.file(name)).with_context(|| format!("creating {name}"))?,
+        );
+        let mut w: Box<dyn Write> = if name.ends_with(".gz") {
+            Box::new(GzEncoder::new(f, flate2::Compression::fast()))
+        } else {
+            Box::new(f)
+        };
+        writeln!(w, "{header}")?;
+        Ok(w)
+    }
+}

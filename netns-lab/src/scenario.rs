@@ -1,0 +1,204 @@
+//! One run of bulk flows through the star's bottleneck, measured: the queue
+//! at every arrival, what the qdisc sent, dropped and marked, what the
+//! receiver got and how much of it was CE.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::Serialize;
+use tc_qdisc::intf::{marker_stats, queue_action_QA_TAILDROP, queue_sample};
+use tc_qdisc::qdisc_stats::{self, QdiscCounters};
+use tc_qdisc::{Bottleneck, BpfSwitch, RxFlow};
+
+use crate::stats::{summarize, Summary};
+use crate::topology::{Star, StarSpec};
+use crate::traffic::{run_bulk, FlowResult, FlowSpec};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Scenario {
+    pub label: String,
+    pub bottleneck: Bottleneck,
+    pub flows: Vec<FlowSpec>,
+    pub duration: Duration,
+    /// Measurements start after this much time (slow start, convergence).
+    pub warmup: Duration,
+    pub delay: Option<Duration>,
+    /// Received-bytes sampling interval.
+    pub interval: Duration,
+}
+
+/// Whether the probe and the qdisc tell the same story.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProbeCheck {
+    /// Arrivals the probe saw that reached the qdisc (not dropped by BPF).
+    pub probe_enqueued: u64,
+    /// What the qdisc accounts for: sent + dropped + still queued at the end.
+    pub qdisc_accounted: u64,
+    pub probe_taildrops: u64,
+    pub qdisc_drops: u64,
+    /// Marks made (BPF marker, or the qdisc's own count).
+    pub marks: u64,
+    /// CE packets the receiver saw.
+    pub receiver_ce: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    pub label: String,
+    pub rate_bps: u64,
+    pub window_s: f64,
+    /// Queue length (packets) found by each arrival in the window.
+    pub queue: Summary,
+    pub queue_empty_fraction: f64,
+    /// Bottleneck bytes sent / capacity over the window.
+    pub utilization: f64,
+    pub drops: u64,
+    pub marks: u64,
+    /// Fraction of data packets arriving CE-marked at the receiver.
+    pub ce_fraction: f64,
+    /// Goodput per flow over the window, bit/s.
+    pub goodput_bps: Vec<f64>,
+    pub flows: Vec<FlowResult>,
+    pub rx: Vec<RxFlow>,
+    pub marker: MarkerCounts,
+    pub probe_check: ProbeCheck,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MarkerCounts {
+    pub pkts: u64,
+    pub marked: u64,
+    pub dropped: u64,
+    pub taildrop: u64,
+    pub ring_full: u64,
+}
+
+impl From<marker_stats> for MarkerCounts {
+    fn from(s: marker_stats) -> Self {
+        MarkerCounts {
+            pkts: s.pkts,
+            marked: s.marked,
+            dropped: s.dropped,
+            taildrop: s.taildrop,
+            ring_full: s.ring_full,
+        }
+    }
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer; CLOCK_MONOTONIC is what bpf_ktime_get_ns reads.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Runs the scenario on a fresh star, tears it down, and returns the outcome
+/// with the probe's samples of the measurement window.
+pub fn run(
+    scn: &Scenario,
+    stop: &Arc<AtomicBool>,
+    mut progress: impl FnMut(Duration),
+) -> Result<(Outcome, Vec<queue_sample>)> {
+    scn.bottleneck.validate()?;
+    let senders = scn.flows.iter().map(|f| f.sender + 1).max().unwrap_or(1);
+    let star = Star::build(&StarSpec {
+        senders,
+        delay: scn.delay,
+    })?;
+    // Classic ECN for every algorithm that does not ask for it itself, so
+    // TCP on a marking backend reacts to marks as RFC 3168 says.
+    star.sysctl_hosts("net.ipv4.tcp_ecn", "1")?;
+    scn.bottleneck
+        .install(star.switch.name(), &star.bottleneck_if)?;
+    let cfg = scn
+        .bottleneck
+        .backend
+        .marker_config(scn.bottleneck.buffer_pkts, 1);
+    let mut switch = BpfSwitch::start(
+        cfg,
+        &star.switch.path(),
+        &star.bottleneck_if,
+        &star.receiver.ns.path(),
+        &star.receiver.ifname,
+    )?;
+
+    let ns = star.switch.name().to_string();
+    let dev = star.bottleneck_if.clone();
+    let mut at_warmup: Option<(u64, QdiscCounters, marker_stats)> = None;
+    let flows = run_bulk(&star, &scn.flows, scn.duration, scn.interval, stop, |t| {
+        if at_warmup.is_none() && t >= scn.warmup {
+            at_warmup = Some((
+                monotonic_ns(),
+                qdisc_stats::read(&ns, &dev)?,
+                switch.stats()?,
+            ));
+        }
+        progress(t);
+        Ok(())
+    })?;
+    let end_ns = monotonic_ns();
+    let end_q = qdisc_stats::read(&ns, &dev)?;
+    let end_m = switch.stats()?;
+    let rx = switch.rx_flows()?;
+    let trace = switch.take_trace()?;
+    drop(switch);
+    drop(star);
+
+    let (t0, q0, m0) = at_warmup.unwrap_or((0, QdiscCounters::default(), marker_stats::default()));
+    let window_s = (end_ns.saturating_sub(t0)) as f64 / 1e9;
+    let samples: Vec<queue_sample> = trace
+        .samples
+        .into_iter()
+        .filter(|s| s.ts_ns >= t0 && s.ts_ns <= end_ns)
+        .collect();
+    let qlens: Vec<f64> = samples.iter().map(|s| f64::from(s.qlen)).collect();
+    let empty = qlens.iter().filter(|&&q| q == 0.0).count() as f64 / qlens.len().max(1) as f64;
+    let sent = end_q.sent_bytes - q0.sent_bytes;
+    let utilization = sent as f64 * 8.0 / (scn.bottleneck.rate_bps as f64 * window_s);
+    let bpf_marks = end_m.marked - m0.marked;
+    let qdisc_marks = end_q.marks - q0.marks;
+    let drops = (end_q.drops - q0.drops) + (end_m.dropped - m0.dropped);
+    let skip = (scn.warmup.as_secs_f64() / scn.interval.as_secs_f64()).round() as usize;
+    let goodput_bps = flows
+        .iter()
+        .map(|f| {
+            let w = &f.series[skip.min(f.series.len())..];
+            w.iter().sum::<u64>() as f64 * 8.0
+                / (w.len().max(1) as f64 * scn.interval.as_secs_f64())
+        })
+        .collect();
+    let rx_pkts: u64 = rx.iter().filter(|f| f.data_bytes > 0).map(|f| f.pkts).sum();
+    let rx_ce: u64 = rx.iter().map(|f| f.ce_pkts).sum();
+    let taildrop_samples = samples
+        .iter()
+        .filter(|s| u32::from(s.action) == queue_action_QA_TAILDROP)
+        .count();
+    tracing::debug!(taildrop_samples, "probe");
+
+    let outcome = Outcome {
+        label: scn.label.clone(),
+        rate_bps: scn.bottleneck.rate_bps,
+        window_s,
+        queue: summarize(&qlens),
+        queue_empty_fraction: empty,
+        utilization,
+        drops,
+        marks: bpf_marks + qdisc_marks,
+        ce_fraction: rx_ce as f64 / rx_pkts.max(1) as f64,
+        goodput_bps,
+        flows,
+        rx,
+        marker: end_m.into(),
+        probe_check: ProbeCheck {
+            probe_enqueued: end_m.pkts - end_m.dropped,
+            qdisc_accounted: end_q.sent_packets + end_q.drops,
+            probe_taildrops: end_m.taildrop,
+            qdisc_drops: end_q.drops,
+            marks: end_m.marked + end_q.marks,
+            receiver_ce: rx_ce,
+        },
+    };
+    Ok((outcome, samples))
+}

@@ -1,0 +1,185 @@
+//! Long-lived bulk flows from senders to the receiver: one thread per flow
+//! end, each in its host's namespace, with the congestion control set on the
+//! socket before connect (and on the listener, whose algorithm decides
+//! whether ECN is accepted and how the receiver echoes CE).
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::tcpinfo::{self, TcpInfo};
+use crate::topology::{Star, RECEIVER_ADDR};
+
+pub const BASE_PORT: u16 = 5201;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowSpec {
+    pub sender: usize,
+    pub cc: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowResult {
+    pub sender: usize,
+    pub cc: String,
+    /// What the sender's socket actually ran at the end (fallbacks show here).
+    pub cc_used: String,
+    pub sport: u16,
+    pub dport: u16,
+    /// Bytes the receiver read.
+    pub bytes: u64,
+    /// Bytes the receiver read in each interval.
+    pub series: Vec<u64>,
+    pub info: TcpInfo,
+}
+
+struct SenderEnd {
+    sport: u16,
+    cc_used: String,
+    info: TcpInfo,
+}
+
+fn listener(cc: &str, port: u16) -> Result<Socket> {
+    let l = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+    l.set_reuse_address(true)?;
+    loader::sockopt::set_congestion(l.as_fd(), cc)?;
+    l.bind(&SocketAddr::from((RECEIVER_ADDR, port)).into())?;
+    l.listen(16)?;
+    Ok(l)
+}
+
+fn send_until(cc: &str, port: u16, deadline: Instant, stop: &AtomicBool) -> Result<SenderEnd> {
+    let mut s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+    loader::sockopt::set_congestion(s.as_fd(), cc)?;
+    s.connect(&SocketAddr::from((RECEIVER_ADDR, port)).into())
+        .context("connecting to the receiver")?;
+    let sport = s.local_addr()?.as_socket().map_or(0, |a| a.port());
+    let buf = vec![0x5au8; 64 << 10];
+    while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+        s.write_all(&buf)?;
+    }
+    let info = tcpinfo::read(s.as_fd())?;
+    let cc_used = loader::sockopt::congestion(s.as_fd())?;
+    s.shutdown(Shutdown::Write)?;
+    let mut sink = [0u8; 64];
+    while s.read(&mut sink)? > 0 {}
+    Ok(SenderEnd {
+        sport,
+        cc_used,
+        info,
+    })
+}
+
+/// Runs `flows` for `duration`, sampling received bytes every `interval`
+/// and calling `tick(elapsed)` each time (progress, counters). `stop` ends
+/// the run early (Ctrl-C).
+pub fn run_bulk(
+    star: &Star,
+    flows: &[FlowSpec],
+    duration: Duration,
+    interval: Duration,
+    stop: &Arc<AtomicBool>,
+    mut tick: impl FnMut(Duration) -> Result<()>,
+) -> Result<Vec<FlowResult>> {
+    let counters: Vec<Arc<AtomicU64>> = flows.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
+    let mut receivers = Vec::new();
+    for (i, f) in flows.iter().enumerate() {
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let counter = counters[i].clone();
+        let cc = f.cc.clone();
+        let port = BASE_PORT + i as u16;
+        // A sender that never connects must not leave accept() waiting forever.
+        let accept_timeout = duration + Duration::from_secs(15);
+        receivers.push(star.receiver.ns.spawn(move || -> Result<()> {
+            let l = listener(&cc, port).and_then(|l| {
+                l.set_read_timeout(Some(accept_timeout))?;
+                Ok(l)
+            });
+            let l = match l {
+                Ok(l) => {
+                    let _ = ready_tx.send(Ok(()));
+                    l
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e.to_string()));
+                    return Err(e);
+                }
+            };
+            let (mut s, _) = l.accept()?;
+            let mut buf = vec![0u8; 256 << 10];
+            loop {
+                match s.read(&mut buf)? {
+                    0 => return Ok(()),
+                    n => counter.fetch_add(n as u64, Ordering::Relaxed),
+                };
+            }
+        })?);
+        ready_rx
+            .recv_timeout(Duration::from_secs(10))
+            .context("receiver did not start")?
+            .map_err(|e| anyhow!("receiver listener for {}: {e}", f.cc))?;
+    }
+
+    let start = Instant::now();
+    let deadline = start + duration;
+    let mut senders = Vec::new();
+    for (i, f) in flows.iter().enumerate() {
+        let cc = f.cc.clone();
+        let port = BASE_PORT + i as u16;
+        let stop = stop.clone();
+        let host = star
+            .senders
+            .get(f.sender)
+            .with_context(|| format!("no sender {}", f.sender))?;
+        senders.push(
+            host.ns
+                .spawn(move || send_until(&cc, port, deadline, &stop))?,
+        );
+    }
+
+    let mut series: Vec<Vec<u64>> = vec![Vec::new(); flows.len()];
+    let mut last: Vec<u64> = vec![0; flows.len()];
+    let mut next = start + interval;
+    while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        next += interval;
+        for (i, c) in counters.iter().enumerate() {
+            let now = c.load(Ordering::Relaxed);
+            series[i].push(now - last[i]);
+            last[i] = now;
+        }
+        tick(start.elapsed())?;
+    }
+
+    let mut out = Vec::new();
+    for (i, (sender, f)) in senders.into_iter().zip(flows).enumerate() {
+        let end = sender
+            .join()
+            .map_err(|_| anyhow!("sender thread panicked"))??
+            .with_context(|| format!("flow {i} ({})", f.cc))?;
+        out.push(FlowResult {
+            sender: f.sender,
+            cc: f.cc.clone(),
+            cc_used: end.cc_used,
+            sport: end.sport,
+            dport: BASE_PORT + i as u16,
+            bytes: 0,
+            series: std::mem::take(&mut series[i]),
+            info: end.info,
+        });
+    }
+    for (i, r) in receivers.into_iter().enumerate() {
+        r.join()
+            .map_err(|_| anyhow!("receiver thread panicked"))??
+            .with_context(|| format!("receiver of flow {i}"))?;
+        out[i].bytes = counters[i].load(Ordering::Relaxed);
+    }
+    Ok(out)
+}
