@@ -23,6 +23,19 @@ build:
 test: _root
     cargo test --workspace
     just check-leftovers
+    just vm-test
+    just check-leftovers
+
+# Queue occupancy, DCTCP against TCP (paper Fig. 1): `just lab-queue --quick`, `lab queue --help`
+lab-queue *ARGS: _root
+    cargo build --release --workspace
+    target/release/lab queue {{ARGS}}
+
+# Kernel backends (red, fq_codel), netem and the kernel's dctcp, in Debian's 6.12 under QEMU
+vm-test: _root
+    cargo build --release --workspace
+    cargo test --release -p netns-lab --test vm --no-run
+    netns-lab/vm/run-in-vm env DCTCP_BPF_VM=1 cargo test --release --offline -p netns-lab --test vm -- --test-threads=1 --nocapture
 
 # Register bpf_dctcp with default parameters and show it
 attach: _root build

@@ -42,15 +42,21 @@ u32 BPF_PROG(dctcp_ssthresh, struct sock *sk)
 	return dctcp_reduced(cwnd, ca->alpha);
 }
 
+/* What ssthresh the reduction under way should have set (see dctcp_core_guard). */
+static __always_inline void dctcp_guard(struct sock *sk, bool cwr_ending)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	u8 state = inet_csk(sk)->icsk_ca_state;
+	u32 expected = state == TCP_CA_CWR ? dctcp_reduced(tp->prior_cwnd, dctcp_ca(sk)->alpha) :
+					     max(tp->prior_cwnd >> 1U, 2U);
+
+	dctcp_core_guard(sk, expected, cwr_ending, &stats);
+}
+
 SEC("struct_ops")
 void BPF_PROG(dctcp_update_alpha, struct sock *sk, u32 flags)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-	u32 expected = inet_csk(sk)->icsk_ca_state == TCP_CA_Recovery ?
-			       max(tp->prior_cwnd >> 1U, 2U) :
-			       dctcp_reduced(tp->prior_cwnd, dctcp_ca(sk)->alpha);
-
-	dctcp_core_guard(sk, expected, &stats);
+	dctcp_guard(sk, false);
 	dctcp_core_update_alpha(sk, params.shift_g, &stats);
 }
 
@@ -58,12 +64,15 @@ SEC("struct_ops")
 void BPF_PROG(dctcp_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 {
 	dctcp_core_cwnd_event(sk, ev, &stats);
+	if (ev == CA_EVENT_COMPLETE_CWR)
+		dctcp_guard(sk, true);
 }
 
 SEC("struct_ops")
 void BPF_PROG(dctcp_state, struct sock *sk, u8 new_state)
 {
 	dctcp_core_set_state(sk, new_state, &stats);
+	dctcp_guard(sk, false);
 }
 
 /* Growth is Reno's: slow start, then one segment per window. */

@@ -189,6 +189,9 @@ static __always_inline void dctcp_core_cwnd_event(struct sock *sk, enum tcp_ca_e
 	case CA_EVENT_LOSS:
 		dctcp_react_to_loss(sk, stats);
 		break;
+	case CA_EVENT_COMPLETE_CWR:
+		/* The caller runs its guard with cwr_ending set. */
+		break;
 	default:
 		break;
 	}
@@ -199,26 +202,33 @@ static __always_inline void dctcp_core_cwnd_event(struct sock *sk, enum tcp_ca_e
 
 /*
  * Guard against impossible values in the window the kernel keeps for us.
- * On Linux 6.18 (x86-64, SRSO "safe RET" mitigation) a struct_ops call of
- * .ssthresh occasionally yields a value the program never returned: the low
- * half of a return address in the SRSO thunk (0x81104110), with no run of
- * our program behind it. As ssthresh that puts a flow in slow start inside
- * CWR, and at the end of CWR cwnd becomes that value. in_ack_event runs at
- * the start of every ACK, before PRR and the end of CWR look at ssthresh, so
- * it can put back what the reduction should have set: `expected`, computed
- * from prior_cwnd (the cwnd when the reduction began). Each repair counts in
- * the instance's stats, so it never goes unseen.
+ *
+ * On this project's Linux 6.18 machines (x86-64, SRSO "safe RET"
+ * mitigation) the kernel occasionally stores as ssthresh a value our
+ * .ssthresh program never returned, and did not run for: the low half of a
+ * return address inside the SRSO return thunk (0x81104110), or cwnd-sized
+ * garbage derived from it. Left alone, that value puts the flow in slow start
+ * inside CWR and becomes cwnd when CWR ends: a burst of hundreds of packets.
+ *
+ * A reduction never raises ssthresh above prior_cwnd (the cwnd when the
+ * reduction began), so a larger one is recomputed as `expected`. The guard
+ * runs in set_state (right after the kernel stored ssthresh on CWR, Recovery
+ * and Loss entry), at CA_EVENT_COMPLETE_CWR (right after the kernel set cwnd
+ * = ssthresh, before anything is sent) and on every ACK. Each repair is
+ * counted in the instance's stats.
  */
-static __always_inline void dctcp_core_guard(struct sock *sk, u32 expected, struct dctcp_stats *stats)
+static __always_inline void dctcp_core_guard(struct sock *sk, u32 expected, bool cwr_ending,
+					     struct dctcp_stats *stats)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u8 state = inet_csk(sk)->icsk_ca_state;
+	bool reducing = state == TCP_CA_CWR || state == TCP_CA_Recovery || state == TCP_CA_Loss;
 
-	if ((state == TCP_CA_CWR || state == TCP_CA_Recovery) && tp->snd_ssthresh > tp->prior_cwnd) {
+	if (reducing && tp->snd_ssthresh > tp->prior_cwnd && tp->prior_cwnd) {
 		tp->snd_ssthresh = expected;
 		__sync_fetch_and_add(&stats->ssthresh_repairs, 1);
 	}
-	if (tp->snd_cwnd >= DCTCP_CWND_SANE) {
+	if (tp->snd_cwnd >= DCTCP_CWND_SANE || (cwr_ending && tp->snd_cwnd > tp->snd_ssthresh)) {
 		tp->snd_cwnd = max(min(tp->snd_ssthresh, DCTCP_CWND_SANE - 1), 2U);
 		__sync_fetch_and_add(&stats->cwnd_repairs, 1);
 	}

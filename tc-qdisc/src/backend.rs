@@ -163,14 +163,25 @@ impl Backend {
                     "ecn",
                 ])
             }
-            Backend::FqCodel { ce_threshold_us } => s(&[
-                "fq_codel",
-                "limit",
-                &buffer_pkts.to_string(),
-                "ce_threshold",
-                &format!("{ce_threshold_us}us"),
-                "ecn",
-            ]),
+            // CoDel's own target (5 ms by default) would mark too, below
+            // K at low rates; keep it above the threshold so ce_threshold is
+            // the marker under test.
+            Backend::FqCodel { ce_threshold_us } => {
+                let target = (4 * ce_threshold_us).max(5_000);
+                let interval = (20 * ce_threshold_us).max(100_000);
+                s(&[
+                    "fq_codel",
+                    "limit",
+                    &buffer_pkts.to_string(),
+                    "ce_threshold",
+                    &format!("{ce_threshold_us}us"),
+                    "target",
+                    &format!("{target}us"),
+                    "interval",
+                    &format!("{interval}us"),
+                    "ecn",
+                ])
+            }
         }
     }
 

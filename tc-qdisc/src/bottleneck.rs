@@ -65,8 +65,8 @@ impl Bottleneck {
         args.extend(child.iter().map(String::as_str));
         tc(ns, &args).map_err(|e| match self.backend.kernel_qdisc() {
             Some(q) => e.context(format!(
-                "this kernel has no sch_{q} (see `lab doctor`); use a bpf-* backend here, or run the \
-                 lab in the stock-kernel VM (`just vm-test`)"
+                "this kernel has no sch_{q} (see `lab doctor`); use bpf-step or bpf-red here, or run \
+                 the lab in the stock-kernel VM (`just vm-test`)"
             )),
             None => e,
         })?;

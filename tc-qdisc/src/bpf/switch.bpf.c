@@ -25,6 +25,7 @@ char _license[] SEC("license") = "GPL";
 #define TC_ACT_SHOT 2
 #define ETH_P_IP    0x0800
 #define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
 #define INET_ECN_MASK 3
 #define INET_ECN_CE   3
 
@@ -72,7 +73,7 @@ struct pkt {
 	bool tcp;
 };
 
-/* Parses Ethernet + IPv4 (+ TCP ports). Returns false for anything else. */
+/* Parses Ethernet + IPv4 (+ TCP or UDP ports). Returns false for non-IPv4. */
 static __always_inline bool parse(struct __sk_buff *skb, struct pkt *p)
 {
 	void *data = (void *)(long)skb->data;
@@ -93,7 +94,18 @@ static __always_inline bool parse(struct __sk_buff *skb, struct pkt *p)
 	p->sport = p->dport = 0;
 	p->tcp_payload = 0;
 	p->l4_bytes = tot > ihl ? tot - ihl : 0;
-	if (ip->protocol != IPPROTO_TCP || ihl < 20)
+	if (ihl < 20)
+		return true;
+	if (ip->protocol == IPPROTO_UDP) {
+		struct udphdr *udp = (void *)ip + ihl;
+
+		if ((void *)(udp + 1) <= end) {
+			p->sport = bpf_ntohs(udp->source);
+			p->dport = bpf_ntohs(udp->dest);
+		}
+		return true;
+	}
+	if (ip->protocol != IPPROTO_TCP)
 		return true;
 	tcp = (void *)ip + ihl;
 	if ((void *)(tcp + 1) > end)
@@ -109,6 +121,8 @@ static __always_inline bool parse(struct __sk_buff *skb, struct pkt *p)
 /* RED: update the average with this arrival's queue and decide. */
 static __always_inline bool red_decide(u32 qlen)
 {
+	/* Drawn before the lock: no helper calls while holding it. */
+	u64 rnd = bpf_get_prandom_u32() & (MARKER_PROB_ONE - 1);
 	u32 zero = 0, min = cfg.red_min, max = cfg.red_max;
 	struct red_state *st = bpf_map_lookup_elem(&red, &zero);
 	bool mark = false;
@@ -135,7 +149,7 @@ static __always_inline bool red_decide(u32 qlen)
 		st->count++;
 		cpb = pb * st->count;
 		if (cpb >= MARKER_PROB_ONE ||
-		    (u64)(bpf_get_prandom_u32() & (MARKER_PROB_ONE - 1)) * (MARKER_PROB_ONE - cpb) <
+		    rnd * (MARKER_PROB_ONE - cpb) <
 			    pb * MARKER_PROB_ONE) {
 			mark = true;
 			st->count = 0;

@@ -1,0 +1,365 @@
+//! The `lab` binary end to end: a quick queue experiment, its results and
+//! its checks; refusals of bad input and missing backends; Ctrl-C and two
+//! labs at once; a 64-sender star.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use netns_lab::topology::{Star, StarSpec};
+use serde_json::Value;
+
+/// One test at a time within this binary: experiments measure queues and must
+/// not compete for the CPUs (the two-labs test competes on purpose), and the
+/// leftover checks count namespaces.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn require_root() {
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "lab tests create namespaces and load BPF: run them as root (just test)"
+    );
+}
+
+fn lab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(args)
+        .output()
+        .expect("running lab")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn tmpdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("lab-test-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Nothing of lab `prefix`-independent kind is left: no lab namespace, no
+/// lab lock, no lab congestion control. (Other tests may run labs at the
+/// same time, so this looks only for objects older runs of *this* test made,
+/// by checking after the child has exited and the names it printed.)
+fn namespaces_with(prefix: &str) -> usize {
+    std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn outcome(dir: &Path, run: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join(run).join("outcome.json")).unwrap())
+        .unwrap()
+}
+
+#[test]
+fn quick_queue_experiment_reproduces_the_shape_of_fig1() {
+    require_root();
+    let _serial = serial();
+    let out = tmpdir("queue");
+    let o = lab(&[
+        "queue",
+        "--quick",
+        "--rates",
+        "100M",
+        "--variants",
+        "bpf_dctcp:bpf-step,cubic:droptail",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "lab queue failed: {}", stderr(&o));
+    for f in [
+        "config.json",
+        "summary.md",
+        "queue_100M.png",
+        "queue_cdf_100M.png",
+    ] {
+        assert!(out.join(f).exists(), "missing {f}");
+    }
+    let dctcp = outcome(&out, "100M-bpf_dctcp-bpf-step");
+    let cubic = outcome(&out, "100M-cubic-droptail");
+    for f in ["queue.csv.gz", "throughput.csv", "throughput.png"] {
+        assert!(
+            out.join("100M-bpf_dctcp-bpf-step").join(f).exists(),
+            "missing {f}"
+        );
+    }
+    let mean = dctcp["queue"]["mean"].as_f64().unwrap();
+    // Within 8 packets of K in a 4 s run; the full run is held to K +/- 3 in summary.md.
+    assert!(
+        (12.0..=28.0).contains(&mean),
+        "DCTCP mean queue {mean}, K = 20"
+    );
+    assert_eq!(dctcp["drops"], 0, "DCTCP dropped");
+    assert!(
+        dctcp["utilization"].as_f64().unwrap() >= 0.9,
+        "{}",
+        dctcp["utilization"]
+    );
+    assert!(dctcp["marks"].as_u64().unwrap() > 0);
+    let cubic_mean = cubic["queue"]["mean"].as_f64().unwrap();
+    assert!(
+        cubic_mean >= 5.0 * mean,
+        "cubic {cubic_mean} vs DCTCP {mean}"
+    );
+    // Both flows really ran our algorithm, with ECN.
+    for f in dctcp["flows"].as_array().unwrap() {
+        assert_ne!(f["cc_used"], "cubic");
+        assert!(
+            !f["cc_used"].as_str().unwrap().ends_with("_reno"),
+            "fell back: {f}"
+        );
+        assert!(
+            f["info"]["delivered_ce"].as_u64().unwrap() > 0,
+            "no CE echoed: {f}"
+        );
+    }
+    // The probe agrees with the qdisc and the receiver.
+    for o in [&dctcp, &cubic] {
+        let p = &o["probe_check"];
+        // The qdisc also counts what it queued before the probe was attached
+        // (neighbour discovery): a few packets at most.
+        let (pe, qa) = (
+            p["probe_enqueued"].as_u64().unwrap(),
+            p["qdisc_accounted"].as_u64().unwrap(),
+        );
+        assert!(qa >= pe && qa - pe <= 5, "{p}");
+        let (pt, qd) = (
+            p["probe_taildrops"].as_u64().unwrap(),
+            p["qdisc_drops"].as_u64().unwrap(),
+        );
+        assert!(pt.abs_diff(qd) <= 2 + qd / 100, "{p}");
+        assert_eq!(p["marks"], p["receiver_ce"], "{p}");
+    }
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("Qmax = K + N"));
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn bad_parameters_are_refused_before_anything_is_built() {
+    require_root();
+    let _serial = serial();
+    let before = namespaces_with("dl");
+    let cases: &[(&[&str], &str)] = &[
+        (&["queue", "--rates", "0"], "must be positive"),
+        (&["queue", "--rates", "20G"], "1 Mbit/s to 10 Gbit/s"),
+        (&["queue", "--buffer", "1"], "2 to 100000"),
+        (&["queue", "--k", "500"], "below the buffer"),
+        (&["queue", "--flows", "0"], "1 to 64"),
+        (&["queue", "--variants", "bpf_dctcp"], "algorithm:backend"),
+        (
+            &["queue", "--variants", "cubic:wred"],
+            "use droptail, bpf-step",
+        ),
+        (&["queue", "--duration", "0"], "exceed the warmup"),
+    ];
+    for (args, expect) in cases {
+        let o = lab(args);
+        assert_eq!(o.status.code(), Some(2), "lab {args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(expect),
+            "lab {args:?}: expected `{expect}` in {}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(
+        namespaces_with("dl"),
+        before,
+        "a refused run built namespaces"
+    );
+}
+
+#[test]
+fn a_backend_this_kernel_lacks_says_what_works_instead() {
+    require_root();
+    let _serial = serial();
+    let has_red = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "grep -qw sch_red /proc/modules || test -d /sys/module/sch_red",
+        ])
+        .status()
+        .unwrap()
+        .success();
+    if has_red {
+        eprintln!("this kernel has sch_red; the VM tier covers the red backend");
+        return;
+    }
+    let out = tmpdir("nored");
+    let o = lab(&[
+        "queue",
+        "--quick",
+        "--rates",
+        "100M",
+        "--variants",
+        "bpf_dctcp:red",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("no sch_red") && e.contains("bpf-step") && e.contains("just vm-test"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+fn lab_objects_of(pid: u32) -> Vec<String> {
+    // Lock files name the owner pid; a lab's namespaces share its prefix.
+    let mut found = Vec::new();
+    if let Ok(d) = std::fs::read_dir(netns_lab::prefix::LOCK_DIR) {
+        for e in d.flatten() {
+            let p = e.path();
+            if std::fs::read_to_string(&p).is_ok_and(|s| s.trim() == pid.to_string()) {
+                found.push(format!("lock {}", e.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn ctrl_c_mid_experiment_leaves_nothing() {
+    require_root();
+    let _serial = serial();
+    let out = tmpdir("sigint");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args([
+            "queue",
+            "--duration",
+            "20",
+            "--rates",
+            "100M",
+            "--variants",
+            "bpf_dctcp:bpf-step",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait until its lab is up (a lock file with its pid and namespaces).
+    let t = Instant::now();
+    while lab_objects_of(pid).len() < 2 && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let held = lab_objects_of(pid);
+    assert!(held.len() >= 2, "lab never came up: {held:?}");
+    let prefixes: Vec<String> = held
+        .iter()
+        .map(|h| h.trim_start_matches("lock ").to_string())
+        .collect();
+    assert!(
+        prefixes.iter().any(|p| namespaces_with(p) > 0),
+        "no namespaces of {prefixes:?}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
+    assert!(
+        lab_objects_of(pid).is_empty(),
+        "locks left: {:?}",
+        lab_objects_of(pid)
+    );
+    for p in &prefixes {
+        assert_eq!(namespaces_with(p), 0, "namespaces of {p} left");
+        assert!(
+            !loader::preflight::registered_congestion_controls().contains(p),
+            "algorithm {p} left registered"
+        );
+        assert!(
+            !Path::new(loader::bpffs::ROOT).join(p).exists(),
+            "pins of {p} left"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn two_labs_at_once_do_not_interfere() {
+    require_root();
+    let _serial = serial();
+    let (a, b) = (tmpdir("twin-a"), tmpdir("twin-b"));
+    let spawn = |dir: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_lab"))
+            .args([
+                "queue",
+                "--quick",
+                "--rates",
+                "100M",
+                "--variants",
+                "bpf_dctcp:bpf-step",
+                "--out",
+                dir.to_str().unwrap(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (ca, cb) = (spawn(&a), spawn(&b));
+    for (c, dir) in [(ca, &a), (cb, &b)] {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let r = outcome(dir, "100M-bpf_dctcp-bpf-step");
+        // Each lab's bottleneck saw only its own two flows, at its own rate.
+        assert_eq!(r["rx"].as_array().unwrap().len(), 2, "{}", r["rx"]);
+        assert_eq!(r["drops"], 0);
+        assert!(r["utilization"].as_f64().unwrap() > 0.9);
+        // Two labs share two CPUs, so the queue is noisier than alone, but
+        // it stays DCTCP's, nowhere near the 425-packet buffer TCP fills.
+        let mean = r["queue"]["mean"].as_f64().unwrap();
+        assert!(mean < 100.0, "mean queue {mean}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+#[test]
+fn a_64_sender_star_builds_and_tears_down() {
+    require_root();
+    let _serial = serial();
+    let t = Instant::now();
+    let star = Star::build(&StarSpec {
+        senders: 64,
+        delay: None,
+    })
+    .unwrap();
+    let up = t.elapsed();
+    let prefix = star.prefix.as_str().to_string();
+    assert_eq!(namespaces_with(&prefix), 66);
+    // Every sender reaches the receiver through the switch.
+    let last = &star.senders[63];
+    last.ns
+        .run(|| {
+            let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+            s.send_to(b"x", (netns_lab::topology::RECEIVER_ADDR, 9))
+                .unwrap();
+        })
+        .unwrap();
+    let t = Instant::now();
+    drop(star);
+    let down = t.elapsed();
+    assert_eq!(namespaces_with(&prefix), 0);
+    eprintln!(
+        "64 senders: set up in {:.2} s, torn down in {:.2} s",
+        up.as_secs_f64(),
+        down.as_secs_f64()
+    );
+}
