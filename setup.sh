@@ -28,7 +28,7 @@ apt-get install -y -qq --no-install-recommends \
     clang-19 llvm-19 libclang-19-dev libelf-dev zlib1g-dev pkg-config make \
     iproute2 ethtool iperf3 util-linux procps tmux passwd fonts-dejavu-core \
     >/dev/null
-apt-get install -y -qq --no-install-recommends -t bookworm-backports bpftool >/dev/null
+apt-get install -y -qq --no-install-recommends bpftool/bookworm-backports >/dev/null
 
 # clang-19 is the BPF compiler; libbpf-cargo calls `clang`.
 for t in clang llvm-strip; do

@@ -43,20 +43,21 @@ u32 BPF_PROG(dctcp_ssthresh, struct sock *sk)
 }
 
 /* What ssthresh the reduction under way should have set (see dctcp_core_guard). */
-static __always_inline void dctcp_guard(struct sock *sk, bool cwr_ending)
+static __always_inline void dctcp_guard(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u8 state = inet_csk(sk)->icsk_ca_state;
-	u32 expected = state == TCP_CA_CWR ? dctcp_reduced(tp->prior_cwnd, dctcp_ca(sk)->alpha) :
-					     max(tp->prior_cwnd >> 1U, 2U);
+	u32 expected = state == TCP_CA_Recovery || state == TCP_CA_Loss ?
+			       max(tp->prior_cwnd >> 1U, 2U) :
+			       dctcp_reduced(tp->prior_cwnd, dctcp_ca(sk)->alpha);
 
-	dctcp_core_guard(sk, expected, cwr_ending, &stats);
+	dctcp_core_guard(sk, expected, &stats);
 }
 
 SEC("struct_ops")
 void BPF_PROG(dctcp_update_alpha, struct sock *sk, u32 flags)
 {
-	dctcp_guard(sk, false);
+	dctcp_guard(sk);
 	dctcp_core_update_alpha(sk, params.shift_g, &stats);
 }
 
@@ -65,14 +66,14 @@ void BPF_PROG(dctcp_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 {
 	dctcp_core_cwnd_event(sk, ev, &stats);
 	if (ev == CA_EVENT_COMPLETE_CWR)
-		dctcp_guard(sk, true);
+		dctcp_guard(sk);
 }
 
 SEC("struct_ops")
 void BPF_PROG(dctcp_state, struct sock *sk, u8 new_state)
 {
 	dctcp_core_set_state(sk, new_state, &stats);
-	dctcp_guard(sk, false);
+	dctcp_guard(sk);
 }
 
 /* Growth is Reno's: slow start, then one segment per window. */
@@ -88,8 +89,19 @@ u32 BPF_PROG(dctcp_cwnd_undo, struct sock *sk)
 	return dctcp_core_undo_cwnd(sk);
 }
 
+/* Called by tcp_write_xmit before every transmission burst: the last point
+ * to catch an impossible cwnd before it turns into packets. Returns the
+ * kernel's default (net.ipv4.tcp_min_tso_segs). */
+SEC("struct_ops")
+u32 BPF_PROG(dctcp_min_tso_segs, struct sock *sk)
+{
+	dctcp_guard(sk);
+	return 2;
+}
+
 SEC(".struct_ops.link")
 struct tcp_congestion_ops dctcp = {
+	.min_tso_segs = (void *)dctcp_min_tso_segs,
 	.init = (void *)dctcp_init,
 	.release = (void *)dctcp_release,
 	.in_ack_event = (void *)dctcp_update_alpha,

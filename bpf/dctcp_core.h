@@ -189,9 +189,6 @@ static __always_inline void dctcp_core_cwnd_event(struct sock *sk, enum tcp_ca_e
 	case CA_EVENT_LOSS:
 		dctcp_react_to_loss(sk, stats);
 		break;
-	case CA_EVENT_COMPLETE_CWR:
-		/* The caller runs its guard with cwr_ending set. */
-		break;
 	default:
 		break;
 	}
@@ -199,6 +196,7 @@ static __always_inline void dctcp_core_cwnd_event(struct sock *sk, enum tcp_ca_e
 
 /* No real window comes near this: 16 M segments is 24 GB in flight. */
 #define DCTCP_CWND_SANE (1U << 24)
+#define TCP_INFINITE_SSTHRESH 0x7fffffffU
 
 /*
  * Guard against impossible values in the window the kernel keeps for us.
@@ -217,19 +215,22 @@ static __always_inline void dctcp_core_cwnd_event(struct sock *sk, enum tcp_ca_e
  * = ssthresh, before anything is sent) and on every ACK. Each repair is
  * counted in the instance's stats.
  */
-static __always_inline void dctcp_core_guard(struct sock *sk, u32 expected, bool cwr_ending,
-					     struct dctcp_stats *stats)
+static __always_inline void dctcp_core_guard(struct sock *sk, u32 expected, struct dctcp_stats *stats)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u8 state = inet_csk(sk)->icsk_ca_state;
 	bool reducing = state == TCP_CA_CWR || state == TCP_CA_Recovery || state == TCP_CA_Loss;
+	u32 ssthresh = tp->snd_ssthresh;
 
-	if (reducing && tp->snd_ssthresh > tp->prior_cwnd && tp->prior_cwnd) {
-		tp->snd_ssthresh = expected;
+	/* TCP_INFINITE_SSTHRESH (never reduced, or an undo back to that) is
+	 * the one large value that is real. */
+	if (ssthresh != TCP_INFINITE_SSTHRESH &&
+	    ((reducing && tp->prior_cwnd && ssthresh > tp->prior_cwnd) || ssthresh >= DCTCP_CWND_SANE)) {
+		tp->snd_ssthresh = ssthresh = expected;
 		__sync_fetch_and_add(&stats->ssthresh_repairs, 1);
 	}
-	if (tp->snd_cwnd >= DCTCP_CWND_SANE || (cwr_ending && tp->snd_cwnd > tp->snd_ssthresh)) {
-		tp->snd_cwnd = max(min(tp->snd_ssthresh, DCTCP_CWND_SANE - 1), 2U);
+	if (tp->snd_cwnd >= DCTCP_CWND_SANE) {
+		tp->snd_cwnd = ssthresh < DCTCP_CWND_SANE ? max(ssthresh, 2U) : max(expected, 2U);
 		__sync_fetch_and_add(&stats->cwnd_repairs, 1);
 	}
 }

@@ -1,7 +1,8 @@
-//! Errors the user can fix by changing the command line: reported with exit
-//! status 2, everything else with 1.
+//! How the project's binaries log and end: errors the user can fix by
+//! changing the command line exit with status 2, everything else with 1.
 
 use std::fmt;
+use std::process::ExitCode;
 
 #[derive(Debug)]
 pub struct UsageError(pub String);
@@ -20,4 +21,30 @@ macro_rules! usage_bail {
     ($($arg:tt)*) => {
         return Err(anyhow::Error::new($crate::error::UsageError(format!($($arg)*))))
     };
+}
+
+/// Logs to stderr: warnings by default, `-v` info, `-vv` debug; RUST_LOG wins.
+pub fn init_logging(verbose: u8) {
+    let level = ["warn", "info", "debug"][usize::from(verbose.min(2))];
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Prints `prog: <error chain>` and picks the exit status.
+pub fn exit_code(prog: &str, result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{prog}: {e:#}");
+            if e.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
 }

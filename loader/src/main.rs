@@ -9,7 +9,6 @@ use anyhow::Result;
 use clap::Parser;
 
 use cli::{Cli, Command};
-use loader::error::UsageError;
 use loader::{flows, instance};
 
 /// Holds off SIGINT, SIGTERM and SIGHUP while pins and registrations change,
@@ -97,22 +96,6 @@ fn main() -> ExitCode {
     // SAFETY: setting a signal disposition before any thread exists.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
-    let level = ["warn", "info", "debug"][usize::from(cli.verbose.min(2))];
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("loader: {e:#}");
-            if e.downcast_ref::<UsageError>().is_some() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-    }
+    loader::error::init_logging(cli.verbose);
+    loader::error::exit_code("loader", run(cli))
 }

@@ -31,6 +31,15 @@ impl LabCc {
     }
 }
 
+impl LabCc {
+    /// (ssthresh, cwnd) repairs of the kernel issue guarded against in
+    /// bpf/dctcp_core.h, since attach.
+    pub fn repairs(&self) -> Result<(u64, u64)> {
+        let i = instance::describe(&loader::bpffs::InstanceDir::new(&self.name))?;
+        Ok((i.ssthresh_repairs, i.cwnd_repairs))
+    }
+}
+
 impl Drop for LabCc {
     fn drop(&mut self) {
         if let Err(e) = instance::detach(&self.name) {

@@ -161,13 +161,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let level = ["warn", "info", "debug"][usize::from(cli.verbose.min(2))];
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    loader::error::init_logging(cli.verbose);
     // Ctrl-C (and SIGTERM) ask the run to stop; teardown happens as it unwinds.
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
@@ -178,15 +172,5 @@ fn main() -> ExitCode {
             eprintln!("\nlab: interrupted, tearing down...");
         }
     });
-    match run(cli, stop) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("lab: {e:#}");
-            if e.downcast_ref::<loader::error::UsageError>().is_some() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-    }
+    loader::error::exit_code("lab", run(cli, stop))
 }

@@ -64,6 +64,9 @@ pub struct Outcome {
     pub rx: Vec<RxFlow>,
     pub marker: MarkerCounts,
     pub probe_check: ProbeCheck,
+    /// ssthresh and cwnd values repaired by bpf_dctcp's guard during the run
+    /// (see "Known kernel issue" in the README); filled by the experiment.
+    pub guard_repairs: (u64, u64),
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -199,6 +202,7 @@ pub fn run(
             marks: end_m.marked + end_q.marks,
             receiver_ce: rx_ce,
         },
+        guard_repairs: (0, 0),
     };
     Ok((outcome, samples))
 }

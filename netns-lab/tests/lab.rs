@@ -57,6 +57,22 @@ fn namespaces_with(prefix: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// DCTCP on a marking switch never overflows a 425-packet buffer, unless
+/// the kernel issue of README "Known issue" struck, which the guard counts
+/// in `guard_repairs`; then the run is reported, not asserted drop-free.
+fn assert_drop_free_unless_guarded(r: &Value) {
+    let repairs = &r["guard_repairs"];
+    if repairs[0] == 0 && repairs[1] == 0 {
+        assert_eq!(
+            r["drops"], 0,
+            "DCTCP dropped with no guard repair: {}",
+            r["probe_check"]
+        );
+    } else {
+        eprintln!("guard repairs {repairs}: drops {} not asserted", r["drops"]);
+    }
+}
+
 fn outcome(dir: &Path, run: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join(run).join("outcome.json")).unwrap())
         .unwrap()
@@ -235,7 +251,7 @@ fn ctrl_c_mid_experiment_leaves_nothing() {
     require_root();
     let _serial = serial();
     let out = tmpdir("sigint");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lab"))
+    let child = Command::new(env!("CARGO_BIN_EXE_lab"))
         .args([
             "queue",
             "--duration",
@@ -321,12 +337,12 @@ fn two_labs_at_once_do_not_interfere() {
         let r = outcome(dir, "100M-bpf_dctcp-bpf-step");
         // Each lab's bottleneck saw only its own two flows, at its own rate.
         assert_eq!(r["rx"].as_array().unwrap().len(), 2, "{}", r["rx"]);
-        assert_eq!(r["drops"], 0);
+        assert_drop_free_unless_guarded(&r);
         assert!(r["utilization"].as_f64().unwrap() > 0.9);
         // Two labs share two CPUs, so the queue is noisier than alone, but
         // it stays DCTCP's, nowhere near the 425-packet buffer TCP fills.
-        let mean = r["queue"]["mean"].as_f64().unwrap();
-        assert!(mean < 100.0, "mean queue {mean}");
+        let median = r["queue"]["p50"].as_f64().unwrap();
+        assert!(median < 40.0, "median queue {median}");
         std::fs::remove_dir_all(dir).unwrap();
     }
 }
