@@ -33,6 +33,16 @@ fn lab(args: &[&str]) -> Output {
         .expect("running lab")
 }
 
+/// Starts lab in the background, stderr captured.
+fn spawn_lab(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -251,22 +261,17 @@ fn ctrl_c_mid_experiment_leaves_nothing() {
     require_root();
     let _serial = serial();
     let out = tmpdir("sigint");
-    let child = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args([
-            "queue",
-            "--duration",
-            "20",
-            "--rates",
-            "100M",
-            "--variants",
-            "bpf_dctcp:bpf-step",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_lab(&[
+        "queue",
+        "--duration",
+        "20",
+        "--rates",
+        "100M",
+        "--variants",
+        "bpf_dctcp:bpf-step",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let pid = child.id();
     // Wait until its lab is up (a lock file with its pid and namespaces).
     let t = Instant::now();
@@ -314,21 +319,16 @@ fn two_labs_at_once_do_not_interfere() {
     let _serial = serial();
     let (a, b) = (tmpdir("twin-a"), tmpdir("twin-b"));
     let spawn = |dir: &Path| {
-        Command::new(env!("CARGO_BIN_EXE_lab"))
-            .args([
-                "queue",
-                "--quick",
-                "--rates",
-                "100M",
-                "--variants",
-                "bpf_dctcp:bpf-step",
-                "--out",
-                dir.to_str().unwrap(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+        spawn_lab(&[
+            "queue",
+            "--quick",
+            "--rates",
+            "100M",
+            "--variants",
+            "bpf_dctcp:bpf-step",
+            "--out",
+            dir.to_str().unwrap(),
+        ])
     };
     let (ca, cb) = (spawn(&a), spawn(&b));
     for (c, dir) in [(ca, &a), (cb, &b)] {
