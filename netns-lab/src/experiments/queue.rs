@@ -188,14 +188,18 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
             let dir = out.sub(&format!("{}-{}-{}", rate_tag(rate), v.cc, v.backend))?;
             write_run(&dir, &scn, &outcome, &samples)?;
             eprintln!(
-                "{} {:<20}: queue mean {:.1} p95 {:.0} pkts, util {:.1}%, drops {}, marks {}",
+                "{} {:<20}: queue mean {:.1} p95 {:.0} pkts, util {:.1}%, drops {}, marks {}{}",
                 fmt_rate(rate),
                 v.label(),
                 outcome.queue.mean,
                 outcome.queue.p95,
                 outcome.utilization * 100.0,
                 outcome.drops,
-                outcome.marks
+                outcome.marks,
+                match outcome.guard_repairs {
+                    (0, 0) => String::new(),
+                    (s, c) => format!(", guard repairs {s}/{c} (README: Known issue)"),
+                }
             );
             traces.push((rate, v.label(), samples));
             outcomes.push(outcome);
