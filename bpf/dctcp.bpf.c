@@ -45,11 +45,11 @@ u32 BPF_PROG(dctcp_ssthresh, struct sock *sk)
 /* What ssthresh the reduction under way should have set (see dctcp_core_guard). */
 static __always_inline void dctcp_guard(struct sock *sk)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
 	u8 state = inet_csk(sk)->icsk_ca_state;
+	u32 base = dctcp_core_sane_prior_cwnd(sk);
 	u32 expected = state == TCP_CA_Recovery || state == TCP_CA_Loss ?
-			       max(tp->prior_cwnd >> 1U, 2U) :
-			       dctcp_reduced(tp->prior_cwnd, dctcp_ca(sk)->alpha);
+			       max(base >> 1U, 2U) :
+			       dctcp_reduced(base, dctcp_ca(sk)->alpha);
 
 	dctcp_core_guard(sk, expected, &stats);
 }

@@ -215,6 +215,21 @@ static __always_inline void dctcp_core_cwnd_event(struct sock *sk, enum tcp_ca_e
  * = ssthresh, before anything is sent) and on every ACK. Each repair is
  * counted in the instance's stats.
  */
+/*
+ * The cwnd a reduction started from, for recomputing its ssthresh. When the
+ * reduction began on an impossible cwnd, prior_cwnd is impossible too (and
+ * not writable from BPF): fall back to the cwnd before the last reduction,
+ * then to the initial window.
+ */
+static __always_inline u32 dctcp_core_sane_prior_cwnd(struct sock *sk)
+{
+	u32 prior = tcp_sk(sk)->prior_cwnd, loss = dctcp_ca(sk)->loss_cwnd;
+
+	if (prior && prior < DCTCP_CWND_SANE)
+		return prior;
+	return loss && loss < DCTCP_CWND_SANE ? loss : 10;
+}
+
 static __always_inline void dctcp_core_guard(struct sock *sk, u32 expected, struct dctcp_stats *stats)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
