@@ -42,22 +42,21 @@ u32 BPF_PROG(dctcp_ssthresh, struct sock *sk)
 	return dctcp_reduced(cwnd, ca->alpha);
 }
 
-/* What ssthresh the reduction under way should have set (see dctcp_core_guard). */
-static __always_inline void dctcp_guard(struct sock *sk)
+/* What the reduction under way should have set (see dctcp_core_guard):
+ * half on loss, cwnd (1 - alpha / 2) on marks. */
+static __always_inline u32 dctcp_expected_ssthresh(struct sock *sk)
 {
 	u8 state = inet_csk(sk)->icsk_ca_state;
 	u32 base = dctcp_core_sane_prior_cwnd(sk);
-	u32 expected = state == TCP_CA_Recovery || state == TCP_CA_Loss ?
-			       max(base >> 1U, 2U) :
-			       dctcp_reduced(base, dctcp_ca(sk)->alpha);
 
-	dctcp_core_guard(sk, expected, &stats);
+	return state == TCP_CA_Recovery || state == TCP_CA_Loss ? max(base >> 1U, 2U) :
+								  dctcp_reduced(base, dctcp_ca(sk)->alpha);
 }
 
 SEC("struct_ops")
 void BPF_PROG(dctcp_update_alpha, struct sock *sk, u32 flags)
 {
-	dctcp_guard(sk);
+	dctcp_core_guard(sk, &stats);
 	dctcp_core_update_alpha(sk, params.shift_g, &stats);
 }
 
@@ -66,14 +65,14 @@ void BPF_PROG(dctcp_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 {
 	dctcp_core_cwnd_event(sk, ev, &stats);
 	if (ev == CA_EVENT_COMPLETE_CWR)
-		dctcp_guard(sk);
+		dctcp_core_guard(sk, &stats);
 }
 
 SEC("struct_ops")
 void BPF_PROG(dctcp_state, struct sock *sk, u8 new_state)
 {
 	dctcp_core_set_state(sk, new_state, &stats);
-	dctcp_guard(sk);
+	dctcp_core_guard(sk, &stats);
 }
 
 /* Growth is Reno's: slow start, then one segment per window. */
@@ -95,7 +94,7 @@ u32 BPF_PROG(dctcp_cwnd_undo, struct sock *sk)
 SEC("struct_ops")
 u32 BPF_PROG(dctcp_min_tso_segs, struct sock *sk)
 {
-	dctcp_guard(sk);
+	dctcp_core_guard(sk, &stats);
 	return 2;
 }
 

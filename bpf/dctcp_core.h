@@ -199,23 +199,6 @@ static __always_inline void dctcp_core_cwnd_event(struct sock *sk, enum tcp_ca_e
 #define TCP_INFINITE_SSTHRESH 0x7fffffffU
 
 /*
- * Guard against impossible values in the window the kernel keeps for us.
- *
- * On this project's Linux 6.18 machines (x86-64, SRSO "safe RET"
- * mitigation) the kernel occasionally stores as ssthresh a value our
- * .ssthresh program never returned, and did not run for: the low half of a
- * return address inside the SRSO return thunk (0x81104110), or cwnd-sized
- * garbage derived from it. Left alone, that value puts the flow in slow start
- * inside CWR and becomes cwnd when CWR ends: a burst of hundreds of packets.
- *
- * A reduction never raises ssthresh above prior_cwnd (the cwnd when the
- * reduction began), so a larger one is recomputed as `expected`. The guard
- * runs in set_state (right after the kernel stored ssthresh on CWR, Recovery
- * and Loss entry), at CA_EVENT_COMPLETE_CWR (right after the kernel set cwnd
- * = ssthresh, before anything is sent) and on every ACK. Each repair is
- * counted in the instance's stats.
- */
-/*
  * The cwnd a reduction started from, for recomputing its ssthresh. When the
  * reduction began on an impossible cwnd, prior_cwnd is impossible too (and
  * not writable from BPF): fall back to the cwnd before the last reduction,
@@ -230,7 +213,29 @@ static __always_inline u32 dctcp_core_sane_prior_cwnd(struct sock *sk)
 	return loss && loss < DCTCP_CWND_SANE ? loss : 10;
 }
 
-static __always_inline void dctcp_core_guard(struct sock *sk, u32 expected, struct dctcp_stats *stats)
+/*
+ * Guard against impossible values in the window the kernel keeps for us.
+ *
+ * On this project's Linux 6.18 machines (x86-64, SRSO "safe RET"
+ * mitigation) the kernel occasionally stores as ssthresh a value our
+ * .ssthresh program never returned, and did not run for: the low half of a
+ * return address inside the SRSO return thunk (0x81104110), or cwnd-sized
+ * garbage derived from it. Left alone, that value puts the flow in slow start
+ * inside CWR and becomes cwnd when CWR ends: a burst of hundreds of packets.
+ *
+ * A reduction never raises ssthresh above prior_cwnd (the cwnd when the
+ * reduction began), so a larger one is recomputed by the including algorithm's
+ * dctcp_expected_ssthresh(), only when a repair is due: the checks run on
+ * every ACK and every transmission. The guard
+ * runs in set_state (right after the kernel stored ssthresh on CWR, Recovery
+ * and Loss entry), at CA_EVENT_COMPLETE_CWR (right after the kernel set cwnd
+ * = ssthresh, before anything is sent) and on every ACK. Each repair is
+ * counted in the instance's stats.
+ */
+/* Defined by each algorithm: what its reduction under way should have set. */
+static __always_inline u32 dctcp_expected_ssthresh(struct sock *sk);
+
+static __always_inline void dctcp_core_guard(struct sock *sk, struct dctcp_stats *stats)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	u8 state = inet_csk(sk)->icsk_ca_state;
@@ -241,11 +246,12 @@ static __always_inline void dctcp_core_guard(struct sock *sk, u32 expected, stru
 	 * the one large value that is real. */
 	if (ssthresh != TCP_INFINITE_SSTHRESH &&
 	    ((reducing && tp->prior_cwnd && ssthresh > tp->prior_cwnd) || ssthresh >= DCTCP_CWND_SANE)) {
-		tp->snd_ssthresh = ssthresh = expected;
+		tp->snd_ssthresh = ssthresh = dctcp_expected_ssthresh(sk);
 		__sync_fetch_and_add(&stats->ssthresh_repairs, 1);
 	}
 	if (tp->snd_cwnd >= DCTCP_CWND_SANE) {
-		tp->snd_cwnd = ssthresh < DCTCP_CWND_SANE ? max(ssthresh, 2U) : max(expected, 2U);
+		tp->snd_cwnd = ssthresh < DCTCP_CWND_SANE ? max(ssthresh, 2U) :
+							    max(dctcp_expected_ssthresh(sk), 2U);
 		__sync_fetch_and_add(&stats->cwnd_repairs, 1);
 	}
 }

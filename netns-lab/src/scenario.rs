@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use serde::Serialize;
-use tc_qdisc::intf::{marker_stats, queue_action_QA_TAILDROP, queue_sample};
+use tc_qdisc::intf::{marker_stats, queue_sample};
 use tc_qdisc::qdisc_stats::{self, QdiscCounters};
 use tc_qdisc::{Bottleneck, BpfSwitch, RxFlow};
 
@@ -174,11 +174,6 @@ pub fn run(
         .collect();
     let rx_pkts: u64 = rx.iter().filter(|f| f.data_bytes > 0).map(|f| f.pkts).sum();
     let rx_ce: u64 = rx.iter().map(|f| f.ce_pkts).sum();
-    let taildrop_samples = samples
-        .iter()
-        .filter(|s| u32::from(s.action) == queue_action_QA_TAILDROP)
-        .count();
-    tracing::debug!(taildrop_samples, "probe");
 
     let outcome = Outcome {
         label: scn.label.clone(),

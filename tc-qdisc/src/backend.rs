@@ -67,15 +67,6 @@ impl Backend {
         }
     }
 
-    /// The marking threshold in packets, where the backend has one.
-    pub fn k_packets(&self) -> Option<u32> {
-        match *self {
-            Backend::BpfStep { k } => Some(k),
-            Backend::Red { min, .. } | Backend::BpfRed { min, .. } => Some(min),
-            _ => None,
-        }
-    }
-
     /// Checks the parameters against the buffer; the message gives the range.
     pub fn validate(&self, buffer_pkts: u32) -> Result<()> {
         match *self {
