@@ -31,6 +31,11 @@ lab-queue *ARGS: _root
     cargo build --release --workspace
     target/release/lab queue {{ARGS}}
 
+# Benchmarks, ratios measured side by side in one run (tracing: off / per window / per ACK)
+bench: _root
+    cargo build --release --workspace
+    bench/tracing.sh
+
 # Kernel backends (red, fq_codel), netem and the kernel's dctcp, in Debian's 6.12 under QEMU
 vm-test: _root
     cargo build --release --workspace
@@ -58,7 +63,7 @@ check-leftovers: _root
     done
     ns=$(ip netns list | grep -cE '^dl[0-9a-f]{5}' || true)
     links=$(ls /sys/class/net | grep -cE '^dl[0-9a-f]{5}' || true)
-    pins=$( (find /sys/fs/bpf/dctcp-bpf 2>/dev/null || true) | wc -l)
+    pins=$( (find /sys/fs/bpf/dctcp-bpf /sys/fs/bpf/dctcp-bpf-lab 2>/dev/null || true) | wc -l)
     cc=$(tr ' ' '\n' </proc/sys/net/ipv4/tcp_available_congestion_control | grep -cE '^(bpf_dctcp|t_|dl[0-9a-f]{5})' || true)
     locks=$( (ls /run/dctcp-lab 2>/dev/null || true) | wc -l)
     echo "leftovers: $ns namespaces, $links links, $pins pins, $cc registrations, $progs programs, $locks lab locks"

@@ -57,6 +57,7 @@ SEC("struct_ops")
 void BPF_PROG(dctcp_update_alpha, struct sock *sk, u32 flags)
 {
 	dctcp_core_guard(sk, &stats);
+	dctcp_trace_ack(sk, &dctcp_ca(sk)->acks, &stats);
 	dctcp_core_update_alpha(sk, params.shift_g, &stats);
 }
 

@@ -5,12 +5,13 @@
  * reaction, cwnd undo and the non-ECN fallback. Follows net/ipv4/tcp_dctcp.c;
  * names match it so the two can be read side by side.
  *
- * Each including object defines `params`, `stats` and `fallback_name`.
+ * Each including object defines `params` and `stats`; `fallback_name` is
+ * defined here and the tracing maps (`trace`, `events`) in trace.h.
  */
 #ifndef DCTCP_BPF_CORE_H
 #define DCTCP_BPF_CORE_H
 
-#include "tcp_ca.h"
+#include "trace.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -38,6 +39,7 @@ static __always_inline void dctcp_core_release(struct sock *sk, struct dctcp_sta
 	if (ca->flags & DCTCP_FLAG_LIVE) {
 		ca->flags &= ~DCTCP_FLAG_LIVE;
 		__sync_fetch_and_sub(&stats->sockets, 1);
+		dctcp_trace_flow(sk, DCTCP_EV_END, 0, stats);
 	}
 }
 
@@ -63,9 +65,11 @@ static __always_inline bool dctcp_core_init(struct sock *sk, const struct dctcp_
 		ca->loss_cwnd = 0;
 		ca->ce_state = 0;
 		ca->flags = DCTCP_FLAG_LIVE;
+		ca->acks = 0;
 		dctcp_reset(tp, ca);
 		__sync_fetch_and_add(&stats->sockets, 1);
 		__sync_fetch_and_add(&stats->inits, 1);
+		dctcp_trace_flow(sk, DCTCP_EV_START, 0, stats);
 		return true;
 	}
 
@@ -73,6 +77,7 @@ static __always_inline bool dctcp_core_init(struct sock *sk, const struct dctcp_
 	 * .init of the fallback before it returns. A child socket may carry the
 	 * listener's flags, so clear them first: this socket was never counted. */
 	ca->flags = 0;
+	dctcp_trace_flow(sk, DCTCP_EV_FALLBACK, 0, stats);
 	if (bpf_setsockopt(sk, SOL_TCP, TCP_CONGESTION, (void *)fallback_name,
 			   sizeof(fallback_name)) == 0)
 		__sync_fetch_and_add(&stats->fallbacks, 1);
@@ -92,13 +97,14 @@ static __always_inline void dctcp_core_update_alpha(struct sock *sk, u32 shift_g
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	struct dctcp_state *ca = dctcp_ca(sk);
-	u32 delivered_ce, alpha;
+	u32 delivered_ce, delivered, alpha;
 
 	if (before(tp->snd_una, ca->next_seq))
 		return;
 
 	shift_g = min(shift_g, DCTCP_MAX_SHIFT_G);
 	delivered_ce = tp->delivered_ce - ca->old_delivered_ce;
+	delivered = tp->delivered - ca->old_delivered;
 	alpha = ca->alpha;
 
 	/* (1 - g) alpha, and decay all the way to 0 once alpha >> shift_g is 0
@@ -109,17 +115,17 @@ static __always_inline void dctcp_core_update_alpha(struct sock *sk, u32 shift_g
 		alpha -= decay ? decay : alpha;
 	}
 	if (delivered_ce) {
-		u32 delivered = tp->delivered - ca->old_delivered;
-
 		/* g F in 10-bit fixed point: delivered_ce * 2^10 * 2^-shift_g / delivered.
 		 * u32 holds it: delivered_ce < 2^22 per window even at shift_g 0. */
-		delivered_ce <<= (DCTCP_MAX_SHIFT_G - shift_g);
-		delivered_ce /= max(1U, delivered);
-		alpha = min(alpha + delivered_ce, DCTCP_MAX_ALPHA);
+		u32 g_f = (delivered_ce << (DCTCP_MAX_SHIFT_G - shift_g)) / max(1U, delivered);
+
+		alpha = min(alpha + g_f, DCTCP_MAX_ALPHA);
 	}
 	ca->alpha = alpha;
 	dctcp_reset(tp, ca);
 	__sync_fetch_and_add(&stats->alpha_updates, 1);
+	if (dctcp_tracing(DCTCP_TRACE_WINDOW | DCTCP_TRACE_ACK))
+		dctcp_emit(sk, DCTCP_EV_WINDOW, 0, delivered, delivered_ce, stats);
 }
 
 /* RFC 8257 3.5: on loss, halve as Reno does, remembering cwnd for undo. */
@@ -141,6 +147,8 @@ static __always_inline void dctcp_react_to_loss(struct sock *sk, struct dctcp_st
 static __always_inline void dctcp_core_set_state(struct sock *sk, u8 new_state,
 						 struct dctcp_stats *stats)
 {
+	if (new_state != inet_csk(sk)->icsk_ca_state)
+		dctcp_trace_flow(sk, DCTCP_EV_STATE, new_state, stats);
 	if (new_state == TCP_CA_Recovery && new_state != inet_csk(sk)->icsk_ca_state)
 		dctcp_react_to_loss(sk, stats);
 }
@@ -229,8 +237,8 @@ static __always_inline u32 dctcp_core_sane_prior_cwnd(struct sock *sk)
  * every ACK and every transmission. The guard
  * runs in set_state (right after the kernel stored ssthresh on CWR, Recovery
  * and Loss entry), at CA_EVENT_COMPLETE_CWR (right after the kernel set cwnd
- * = ssthresh, before anything is sent) and on every ACK. Each repair is
- * counted in the instance's stats.
+ * = ssthresh, before anything is sent), on every ACK and before every
+ * transmission. Each repair is counted in the instance's stats.
  */
 /* Defined by each algorithm: what its reduction under way should have set. */
 static __always_inline u32 dctcp_expected_ssthresh(struct sock *sk);
@@ -253,6 +261,24 @@ static __always_inline void dctcp_core_guard(struct sock *sk, struct dctcp_stats
 		tp->snd_cwnd = ssthresh < DCTCP_CWND_SANE ? max(ssthresh, 2U) :
 							    max(dctcp_expected_ssthresh(sk), 2U);
 		__sync_fetch_and_add(&stats->cwnd_repairs, 1);
+	}
+	/* The aftermath of a burst: far more in flight than the window the
+	 * reduction started from, which cwnd never allows. PRR would keep
+	 * in_flight there (it sends ssthresh / prior_cwnd per packet delivered,
+	 * and prior_cwnd is small), holding the queue up for hundreds of RTTs;
+	 * send nothing until in_flight is back at ssthresh, as a reduction from
+	 * a real window would have. Effective from min_tso_segs, right before
+	 * tcp_write_xmit tests cwnd. */
+	if (reducing && tp->prior_cwnd && tp->prior_cwnd < DCTCP_CWND_SANE) {
+		u32 in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+		/* Back-to-back reductions legitimately leave up to about twice
+		 * prior_cwnd in flight (the previous window still draining). */
+		u32 bound = 2 * tp->prior_cwnd + 10;
+
+		if (in_flight > bound && tp->snd_cwnd > ssthresh && ssthresh < DCTCP_CWND_SANE) {
+			tp->snd_cwnd = max(ssthresh, 2U);
+			__sync_fetch_and_add(&stats->inflight_holds, 1);
+		}
 	}
 }
 

@@ -5,13 +5,9 @@
  * nothing for BPF algorithms; this reads the same fields straight from the
  * socket, and icsk_ca_priv raw for the loader to decode.
  */
-#include "tcp_ca.h"
-#include <bpf/bpf_endian.h>
+#include "flow_key.h"
 
 char _license[] SEC("license") = "GPL";
-
-#define AF_INET  2
-#define AF_INET6 10
 
 SEC("iter/tcp")
 int dump_tcp(struct bpf_iter__tcp *ctx)
@@ -30,19 +26,10 @@ int dump_tcp(struct bpf_iter__tcp *ctx)
 		return 0;
 	icsk = &tp->inet_conn;
 
-	r.family = skc->skc_family;
+	dctcp_flow_key_of(skc, &r.key);
 	r.tcp_state = skc->skc_state;
 	r.ca_state = icsk->icsk_ca_state;
 	r.ecn_flags = tp->ecn_flags;
-	r.sport = skc->skc_num;
-	r.dport = bpf_ntohs(skc->skc_dport);
-	if (r.family == AF_INET) {
-		__builtin_memcpy(r.saddr, &skc->skc_rcv_saddr, 4);
-		__builtin_memcpy(r.daddr, &skc->skc_daddr, 4);
-	} else if (r.family == AF_INET6) {
-		bpf_probe_read_kernel(r.saddr, 16, &skc->skc_v6_rcv_saddr);
-		bpf_probe_read_kernel(r.daddr, 16, &skc->skc_v6_daddr);
-	}
 	bpf_probe_read_kernel_str(r.ca_name, sizeof(r.ca_name), icsk->icsk_ca_ops->name);
 	r.snd_cwnd = tp->snd_cwnd;
 	r.snd_ssthresh = tp->snd_ssthresh;
@@ -53,7 +40,6 @@ int dump_tcp(struct bpf_iter__tcp *ctx)
 	r.bytes_acked = tp->bytes_acked;
 	r.bytes_received = tp->bytes_received;
 	r.sock_cookie = bpf_get_socket_cookie(tp);
-	r.netns_ino = skc->skc_net.net->ns.inum;
 	bpf_probe_read_kernel(&r.ca, sizeof(r.ca), (void *)icsk->icsk_ca_priv);
 
 	bpf_seq_write(ctx->meta->seq, &r, sizeof(r));

@@ -43,6 +43,62 @@ struct dctcp_stats {
 	u64 loss_reactions;  /* halvings on loss (recovery entry or RTO) */
 	u64 ssthresh_repairs; /* impossible ssthresh seen and recomputed, see dctcp_core_guard */
 	u64 cwnd_repairs;     /* impossible cwnd seen and reset */
+	u64 inflight_holds;   /* sending held: in flight far above the reduction's start, see dctcp_core_guard */
+	u64 events;           /* trace events the programs tried to emit */
+	u64 events_dropped;   /* of those, lost because the ring was full */
+};
+
+/*
+ * Live tracing (`loader trace`, the lab's recordings). Events go to the ring
+ * buffer "events", pinned beside params; what is produced is set by "trace"
+ * (section ".data.trace"), all zero (nothing produced) unless a tracer runs.
+ * The programs count events in dctcp_stats.
+ */
+#define DCTCP_TRACE_WINDOW (1U << 0) /* flow start/end, state changes, one event per alpha window */
+#define DCTCP_TRACE_ACK    (1U << 1) /* also cwnd on every ack_every-th ACK */
+
+struct dctcp_trace {
+	u32 flags;     /* DCTCP_TRACE_* */
+	u32 ack_every; /* DCTCP_TRACE_ACK: sample one ACK in ack_every (0 or 1: all) */
+};
+
+enum dctcp_event_type {
+	DCTCP_EV_START = 1,    /* a socket started using the algorithm */
+	DCTCP_EV_END = 2,      /* ... and stopped (closed, or switched away) */
+	DCTCP_EV_WINDOW = 3,   /* alpha updated at the end of an observation window */
+	DCTCP_EV_ACK = 4,      /* cwnd sample on an ACK */
+	DCTCP_EV_STATE = 5,    /* congestion state change (value: the new TCP_CA_* state) */
+	DCTCP_EV_FALLBACK = 6, /* no ECN: handed to the Reno fallback */
+};
+
+/* A flow, as every event names it: the socket's own view (local = s*). */
+struct dctcp_flow_key {
+	u8 saddr[16];  /* IPv4 in the first 4 bytes */
+	u8 daddr[16];
+	u16 sport;     /* host order */
+	u16 dport;
+	u8 family;     /* AF_INET or AF_INET6 */
+	u8 _pad[3];
+	u32 netns_ino; /* inode of the socket's network namespace */
+};
+
+struct dctcp_event {
+	u64 ts_ns;        /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	struct dctcp_flow_key flow;
+	u8 type;          /* enum dctcp_event_type */
+	u8 ca_state;      /* TCP_CA_* when the event was taken */
+	u8 value;         /* DCTCP_EV_STATE: the new state */
+	u8 _pad;
+	u32 cwnd;
+	u32 ssthresh;
+	u32 alpha;        /* 0..1024, after this window's update */
+	u32 srtt_us;
+	u32 mss;
+	u32 delivered;    /* tp->delivered, packets */
+	u32 delivered_ce; /* tp->delivered_ce: delivered with ECE */
+	u32 win_delivered;    /* DCTCP_EV_WINDOW: packets in the window just ended */
+	u32 win_delivered_ce; /* ... of them ECE-echoed: F = win_delivered_ce / win_delivered */
+	u64 bytes_acked;
 };
 
 /* dctcp_state.flags */
@@ -62,18 +118,16 @@ struct dctcp_state {
 	u32 ce_state;         /* receiver: was the last segment CE-marked */
 	u32 loss_cwnd;        /* cwnd before the last reduction, for undo */
 	u32 flags;            /* DCTCP_FLAG_* */
+	u32 acks;             /* ACKs seen, for DCTCP_TRACE_ACK sampling */
 };
 
 /* One socket as seen by the flows iterator (bpf/flows.bpf.c). */
 struct flow_record {
-	u8 family;            /* AF_INET or AF_INET6 */
+	struct dctcp_flow_key key;
 	u8 tcp_state;         /* TCP_ESTABLISHED, ... */
 	u8 ca_state;          /* TCP_CA_Open, CWR, Recovery, Loss */
 	u8 ecn_flags;         /* tp->ecn_flags */
-	u16 sport;            /* host order */
-	u16 dport;            /* host order */
-	u8 saddr[16];         /* IPv4 in the first 4 bytes */
-	u8 daddr[16];
+	u8 _pad0;
 	char ca_name[DCTCP_NAME_MAX];
 	u32 snd_cwnd;
 	u32 snd_ssthresh;
@@ -84,8 +138,6 @@ struct flow_record {
 	u64 bytes_acked;
 	u64 bytes_received;
 	u64 sock_cookie;
-	u32 netns_ino;        /* inode of the socket's network namespace */
-	u32 _pad;
 	struct dctcp_state ca; /* raw icsk_ca_priv, meaningful for our algorithms */
 };
 
@@ -146,6 +198,14 @@ struct marker_stats {
 	u64 taildrop;  /* QA_TAILDROP, as predicted at arrival */
 	u64 ce_in;     /* arrived already CE */
 	u64 ring_full; /* samples lost: ring buffer full */
+};
+
+/* The switch's queue right now, for live views (`loader top`): one entry,
+ * written by the marker at every arrival. */
+struct queue_now {
+	u64 ts_ns;    /* CLOCK_MONOTONIC of the last arrival */
+	u32 qlen;     /* packets queued before it */
+	u32 backlog;  /* bytes queued before it */
 };
 
 /* Receiver-side count of one flow (tcx ingress of the receiver). */

@@ -32,7 +32,7 @@ fn main() {
 
     bindgen::Builder::default()
         .header(bpf.join("intf.h").to_string_lossy())
-        .allowlist_type("dctcp_.*|flow_record")
+        .allowlist_type("dctcp_.*|flow_record|queue_now|marker_stats")
         .allowlist_var("DCTCP_.*")
         .derive_default(true)
         .generate()

@@ -17,6 +17,10 @@ use anyhow::{Context, Result};
 
 pub const BPFFS: &str = "/sys/fs/bpf";
 pub const ROOT: &str = "/sys/fs/bpf/dctcp-bpf";
+/// Where a running lab pins its switch, one directory per lab prefix:
+/// `<prefix>/queue_now` (the queue at the last arrival) and
+/// `<prefix>/marker_stats` (the marker's per-CPU counters), read by `loader top`.
+pub const LAB_ROOT: &str = "/sys/fs/bpf/dctcp-bpf-lab";
 
 const BPF_FS_MAGIC: i64 = 0xcafe4a11;
 
@@ -60,6 +64,14 @@ impl InstanceDir {
     }
     pub fn stats(&self) -> PathBuf {
         self.path.join("stats")
+    }
+    /// What the programs trace and their event counters (struct dctcp_trace).
+    pub fn trace(&self) -> PathBuf {
+        self.path.join("trace")
+    }
+    /// The ring buffer of struct dctcp_event.
+    pub fn events(&self) -> PathBuf {
+        self.path.join("events")
     }
     pub fn exists(&self) -> bool {
         self.path.is_dir()

@@ -12,12 +12,21 @@ Examples:
   sudo loader attach --algo dctcp --name dc5 --param shift_g=5
   sudo sysctl net.ipv4.tcp_congestion_control=bpf_dctcp
   sudo loader flows                                sockets using it, like `ss -ti`
+  sudo loader top                                  live view of flows and lab switch queues
   sudo loader set bpf_dctcp shift_g=6              retune while flows run
+  sudo loader trace --algo bpf_dctcp --flow dport=5201 --duration 10 > trace.jsonl
   sudo loader detach bpf_dctcp
 
 Attached algorithms stay registered after loader exits: they are pinned under
 /sys/fs/bpf/dctcp-bpf/<name>/. Every command but --help needs root.
 Exit status: 0 success, 1 failure, 2 bad input (nothing was changed).";
+
+/// Output of `loader trace`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    Jsonl,
+    Csv,
+}
 
 /// Load DCTCP as a BPF struct_ops congestion control, with no kernel rebuild.
 ///
@@ -90,6 +99,53 @@ pub enum Command {
         #[arg(value_name = "NAME=VALUE", required = true)]
         params: Vec<Assignment>,
     },
+    /// Stream an attached algorithm's events: alpha windows, cwnd, states.
+    ///
+    /// Switches the algorithm's event tracing on, drains its pinned ring
+    /// buffer (/sys/fs/bpf/dctcp-bpf/<name>/events) every 10 ms and writes one
+    /// record per event: `start`/`end` of a flow, `window` (alpha updated at
+    /// the end of an observation window, with the window's delivered and
+    /// ECE-echoed packets and their ratio F), `state` (congestion state
+    /// changes: open, cwr, recovery, loss), `fallback` (no ECN: Reno), and
+    /// with --per-ack an `ack` record with cwnd on every ACK. Every record
+    /// carries the flow (the socket's own view: local and remote address,
+    /// network namespace inode), a CLOCK_MONOTONIC timestamp, cwnd,
+    /// ssthresh, alpha, srtt and the delivered counters. Tracing is off
+    /// again when this exits (end of --duration, Ctrl-C, closed pipe).
+    /// On exit the events seen, dropped (ring full) and produced by the
+    /// programs are reported on stderr; seen + dropped = produced. One
+    /// tracer per algorithm at a time.
+    Trace {
+        /// Attached algorithm to trace (see `loader list`); default: the one
+        /// attached, if there is exactly one.
+        #[arg(long = "algo", value_name = "NAME")]
+        name: Option<String>,
+        /// Only flows matching all of these comma-separated conditions:
+        /// port=N, sport=N, dport=N, addr=IP, saddr=IP, daddr=IP,
+        /// netns=INODE (s = the socket's own end, d = its peer).
+        #[arg(long, value_name = "FILTER")]
+        flow: Option<loader::event::FlowFilter>,
+        /// Also trace cwnd on ACKs (see --ack-every).
+        #[arg(long)]
+        per_ack: bool,
+        /// With --per-ack, one ACK in N of each flow.
+        #[arg(long, value_name = "N", default_value_t = 1,
+              value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        ack_every: u32,
+        /// Output format: one JSON object per line, or CSV with a header.
+        #[arg(long, value_enum, default_value_t = TraceFormat::Jsonl)]
+        format: TraceFormat,
+        /// Stop after this many seconds (default: until Ctrl-C).
+        #[arg(long, value_name = "SECONDS",
+              value_parser = clap::value_parser!(u32).range(1..=86_400))]
+        duration: Option<u32>,
+        /// Write to this file instead of standard output.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
+        /// Take over a trace left switched on by a tracer that was killed.
+        #[arg(long)]
+        take_over: bool,
+    },
     /// Show sockets using attached algorithms, in every network namespace.
     ///
     /// One line per socket with what `ss -ti` shows for the kernel's dctcp
@@ -103,5 +159,47 @@ pub enum Command {
         /// One JSON array for scripts.
         #[arg(long)]
         json: bool,
+    },
+    /// Live dashboard of the flows using attached algorithms, and of lab switches.
+    ///
+    /// A full-screen terminal view. Every --interval a background thread runs
+    /// the BPF flows iterator in every network namespace (what `loader flows`
+    /// shows), lists the attached algorithms and reads the switch of every
+    /// running lab; the screen is redrawn as polls arrive and keys are
+    /// pressed.
+    ///
+    /// The header names the attached algorithms, the number of live flows, the
+    /// time window, the poll interval, and PAUSED while paused. The table has
+    /// one row per socket: local -> remote address, network namespace,
+    /// algorithm, cwnd and ssthresh (packets), alpha (0 to 1), F (the fraction
+    /// of packets delivered since the last poll that were echoed with ECE),
+    /// smoothed RTT (ms), throughput (Mbit/s acknowledged since the last poll;
+    /// "rx" and the rate received for a socket that only receives), and the
+    /// TCP and congestion state, with "reno-fb" when the flow fell back to
+    /// Reno for lack of ECN. A socket that closed stays greyed for 5 s.
+    /// Below, two charts follow the selected flow over the time window: its
+    /// cwnd and its alpha (10 minutes of history are kept per flow).
+    ///
+    /// When a lab runs (`lab`, which pins its switch under
+    /// /sys/fs/bpf/dctcp-bpf-lab/<prefix>/), a panel per lab shows the
+    /// bottleneck queue now (packets and bytes) and over the window, CE marks
+    /// per second and as a fraction of arrivals since the last poll, and
+    /// drops.
+    ///
+    /// Keys: Up/Down or j/k move the selection (wrapping round), PgUp/PgDn by a
+    /// page, Home/End to the first or last flow; p or space pause the display
+    /// (polling goes on, so unpausing shows the present); + and - widen and
+    /// narrow the time window (10 s, 30 s, 1 min, 5 min, 10 min); q, Esc or
+    /// Ctrl-C quit. The terminal is restored on exit, on error and on a
+    /// crash.
+    ///
+    /// Needs root and a terminal: for scripts use `loader flows --json` or
+    /// `loader trace`.
+    Top {
+        /// Poll period in milliseconds (50 to 5000).
+        #[arg(long, value_name = "MS", default_value_t = 250,
+              value_parser = clap::value_parser!(u64)
+                  .range(loader::top::MIN_INTERVAL_MS..=loader::top::MAX_INTERVAL_MS))]
+        interval: u64,
     },
 }

@@ -18,7 +18,7 @@ use libbpf_rs::{Iter, Link};
 use serde::Serialize;
 
 use crate::instance::{attached_names, c_str};
-use crate::intf::{self, flow_record, DCTCP_FLAG_FALLBACK, DCTCP_MAX_ALPHA};
+use crate::intf::{self, dctcp_flow_key, flow_record, DCTCP_FLAG_FALLBACK, DCTCP_MAX_ALPHA};
 use crate::netns;
 use crate::preflight;
 use crate::skel::flows::FlowsSkelBuilder;
@@ -117,7 +117,7 @@ fn tcp_state_name(s: u8) -> &'static str {
     }
 }
 
-fn ca_state_name(s: u8) -> &'static str {
+pub(crate) fn ca_state_name(s: u8) -> &'static str {
     match s {
         0 => "open",
         1 => "disorder",
@@ -138,6 +138,16 @@ fn addr(family: u8, bytes: &[u8; 16], port: u16) -> String {
     }
 }
 
+/// The local end of a flow as `addr:port` (`[v6]:port`).
+pub fn local_end(k: &dctcp_flow_key) -> String {
+    addr(k.family, &k.saddr, k.sport)
+}
+
+/// The remote end of a flow as `addr:port` (`[v6]:port`).
+pub fn remote_end(k: &dctcp_flow_key) -> String {
+    addr(k.family, &k.daddr, k.dport)
+}
+
 fn decode(ns: &str, r: &flow_record, ours: &[String]) -> Flow {
     let algorithm = c_str(&r.ca_name);
     let is_ours = ours.contains(&algorithm);
@@ -146,8 +156,8 @@ fn decode(ns: &str, r: &flow_record, ours: &[String]) -> Flow {
     let window = |now: u32, old: u32| u64::from(r.mss_cache) * u64::from(now.wrapping_sub(old));
     Flow {
         netns: ns.to_string(),
-        local: addr(r.family, &r.saddr, r.sport),
-        remote: addr(r.family, &r.daddr, r.dport),
+        local: local_end(&r.key),
+        remote: remote_end(&r.key),
         algorithm,
         ours: is_ours,
         fallback,

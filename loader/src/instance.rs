@@ -35,7 +35,7 @@ pub struct AttachRequest {
     pub mode: AttachMode,
 }
 
-const KEY0: [u8; 4] = 0u32.to_ne_bytes();
+pub(crate) const KEY0: [u8; 4] = 0u32.to_ne_bytes();
 
 fn set_c_name(dst: &mut [std::ffi::c_char], name: &str) {
     dst.fill(0);
@@ -192,6 +192,8 @@ fn load_dctcp(
 
     skel.maps.data_params.pin(dir.params())?;
     skel.maps.data_stats.pin(dir.stats())?;
+    skel.maps.data_trace.pin(dir.trace())?;
+    skel.maps.events.pin(dir.events())?;
     Ok(())
 }
 
@@ -309,6 +311,9 @@ pub struct Instance {
     pub loss_reactions: u64,
     pub ssthresh_repairs: u64,
     pub cwnd_repairs: u64,
+    pub inflight_holds: u64,
+    pub events: u64,
+    pub events_dropped: u64,
     pub pin: String,
     #[serde(skip)]
     pub params_raw: dctcp_params,
@@ -353,7 +358,7 @@ fn instance_algo(dir: &InstanceDir) -> Result<(Algo, &'static str)> {
     Ok((algo, mode))
 }
 
-fn read_value<T: Copy + Default>(pin: &Path) -> Result<T> {
+pub(crate) fn read_value<T: Copy + Default>(pin: &Path) -> Result<T> {
     let map =
         MapHandle::from_pinned_path(pin).with_context(|| format!("opening {}", pin.display()))?;
     anyhow::ensure!(
@@ -391,6 +396,9 @@ pub fn describe(dir: &InstanceDir) -> Result<Instance> {
         loss_reactions: s.loss_reactions,
         ssthresh_repairs: s.ssthresh_repairs,
         cwnd_repairs: s.cwnd_repairs,
+        inflight_holds: s.inflight_holds,
+        events: s.events,
+        events_dropped: s.events_dropped,
         pin: dir.path.display().to_string(),
         params_raw: p,
     })

@@ -5,11 +5,15 @@
 pub mod algo;
 pub mod bpffs;
 pub mod error;
+pub mod event;
 pub mod flows;
 pub mod instance;
 pub mod intf;
 pub mod netns;
 pub mod params;
 pub mod preflight;
+pub mod ring;
 mod skel;
 pub mod sockopt;
+pub mod top;
+pub mod trace;

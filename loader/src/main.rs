@@ -2,6 +2,7 @@
 
 mod cli;
 mod output;
+mod trace_cmd;
 
 use std::process::ExitCode;
 
@@ -87,6 +88,31 @@ fn run(cli: Cli) -> Result<()> {
             println!("{name}: {now}");
         }
         Command::Flows { all, json } => output::flows(&flows::collect(all)?, json)?,
+        Command::Top { interval } => loader::top::run(&loader::top::Options {
+            interval: std::time::Duration::from_millis(interval),
+        })?,
+        Command::Trace {
+            name,
+            flow,
+            per_ack,
+            ack_every,
+            format,
+            duration,
+            output,
+            take_over,
+        } => trace_cmd::run(trace_cmd::Args {
+            name,
+            flow,
+            detail: if per_ack {
+                loader::trace::Detail::PerAck { every: ack_every }
+            } else {
+                loader::trace::Detail::Window
+            },
+            format,
+            duration: duration.map(|s| std::time::Duration::from_secs(s.into())),
+            output,
+            take_over,
+        })?,
     }
     Ok(())
 }

@@ -32,11 +32,11 @@ impl LabCc {
 }
 
 impl LabCc {
-    /// (ssthresh, cwnd) repairs of the kernel issue guarded against in
-    /// bpf/dctcp_core.h, since attach.
-    pub fn repairs(&self) -> Result<(u64, u64)> {
+    /// (ssthresh repairs, cwnd repairs, in-flight holds) of the kernel issue
+    /// guarded against in bpf/dctcp_core.h, since attach.
+    pub fn repairs(&self) -> Result<(u64, u64, u64)> {
         let i = instance::describe(&loader::bpffs::InstanceDir::new(&self.name))?;
-        Ok((i.ssthresh_repairs, i.cwnd_repairs))
+        Ok((i.ssthresh_repairs, i.cwnd_repairs, i.inflight_holds))
     }
 }
 

@@ -1,5 +1,6 @@
 //! Removing what lab runs left behind: namespaces, host-side links, lock
-//! files and congestion-control instances of labs whose process is gone.
+//! files, the switch's live pins and congestion-control instances of labs
+//! whose process is gone.
 
 use anyhow::Result;
 
@@ -55,6 +56,16 @@ pub fn cleanup(include_live: bool) -> Result<Vec<String>> {
             removed.push(format!("congestion control {name}"));
         }
     }
+    for dir in lab_names_in(loader::bpffs::LAB_ROOT)
+        .into_iter()
+        .filter(gone)
+    {
+        let path = std::path::Path::new(loader::bpffs::LAB_ROOT).join(&dir);
+        if std::fs::remove_dir_all(&path).is_ok() {
+            removed.push(format!("pins {}", path.display()));
+        }
+    }
+    let _ = std::fs::remove_dir(loader::bpffs::LAB_ROOT);
     for lock in Prefix::stale_locks() {
         Prefix::remove_lock(&lock);
         removed.push(format!("lock {lock}"));

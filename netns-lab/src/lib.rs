@@ -2,6 +2,7 @@
 //! traffic, experiments, results and plots.
 
 pub mod cc;
+pub mod cctrace;
 pub mod cleanup;
 pub mod doctor;
 pub mod experiments;

@@ -69,6 +69,10 @@ enum Command {
         /// Results directory (default results/queue/<timestamp>).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Do not record bpf_dctcp's live trace (cc_trace.csv.gz,
+        /// sawtooth.png): no tracing cost on the measured run.
+        #[arg(long)]
+        no_trace: bool,
     },
     /// What this kernel offers the lab, and what to use where it falls short.
     Doctor {
@@ -102,6 +106,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
             duration,
             variants,
             delay_ms,
+            no_trace,
             out,
         } => {
             let duration =
@@ -120,6 +125,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
                 warmup,
                 variants,
                 delay: delay_ms.map(|ms| Duration::from_secs_f64(ms / 1e3)),
+                trace: !no_trace,
             };
             queue::validate(&cfg)
                 .map_err(|e| anyhow::Error::new(loader::error::UsageError(format!("{e:#}"))))?;

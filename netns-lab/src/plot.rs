@@ -64,11 +64,37 @@ fn bounds(c: &Chart<'_>) -> (f64, f64, f64) {
 
 /// Draws `chart` to a 1000x560 PNG at `path`.
 pub fn draw(path: &Path, chart: &Chart<'_>) -> Result<()> {
+    draw_stack(path, std::slice::from_ref(chart))
+}
+
+/// Draws `charts` one above the other, 1000 wide and 360 high each (560 for
+/// a single chart), e.g. queue, cwnd and alpha over the same seconds.
+pub fn draw_stack(path: &Path, charts: &[Chart<'_>]) -> Result<()> {
     register_font()?;
-    let root = BitMapBackend::new(path, (1000, 560)).into_drawing_area();
+    let height = if charts.len() == 1 {
+        560
+    } else {
+        360 * charts.len() as u32
+    };
+    let root = BitMapBackend::new(path, (1000, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+    for (area, chart) in root.split_evenly((charts.len(), 1)).iter().zip(charts) {
+        draw_on(area, chart)?;
+    }
+    root.present()
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+fn draw_on<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    chart: &Chart<'_>,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
     let (x0, x1, y1) = bounds(chart);
-    let mut cc = ChartBuilder::on(&root)
+    let mut cc = ChartBuilder::on(area)
         .caption(chart.title, ("sans-serif", 24))
         .margin(16)
         .x_label_area_size(48)
@@ -116,7 +142,5 @@ pub fn draw(path: &Path, chart: &Chart<'_>) -> Result<()> {
         .position(SeriesLabelPosition::UpperRight)
         .draw()
         .map_err(|e| anyhow!("{e}"))?;
-    root.present()
-        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }

@@ -12,6 +12,7 @@ use tc_qdisc::intf::{marker_stats, queue_sample};
 use tc_qdisc::qdisc_stats::{self, QdiscCounters};
 use tc_qdisc::{Bottleneck, BpfSwitch, RxFlow};
 
+use crate::cctrace::{CcTrace, Recorder, TraceCheck};
 use crate::stats::{summarize, Summary};
 use crate::topology::{Star, StarSpec};
 use crate::traffic::{run_bulk, FlowResult, FlowSpec};
@@ -27,6 +28,8 @@ pub struct Scenario {
     pub delay: Option<Duration>,
     /// Received-bytes sampling interval.
     pub interval: Duration,
+    /// A BPF algorithm of the flows to record live (cwnd, alpha, states).
+    pub trace_algorithm: Option<String>,
 }
 
 /// Whether the probe and the qdisc tell the same story.
@@ -64,9 +67,11 @@ pub struct Outcome {
     pub rx: Vec<RxFlow>,
     pub marker: MarkerCounts,
     pub probe_check: ProbeCheck,
-    /// ssthresh and cwnd values repaired by bpf_dctcp's guard during the run
-    /// (see "Known kernel issue" in the README); filled by the experiment.
-    pub guard_repairs: (u64, u64),
+    /// ssthresh and cwnd values repaired and transmissions held by bpf_dctcp's
+    /// guard during the run (README "Known issue"); filled by the experiment.
+    pub guard_repairs: (u64, u64, u64),
+    /// The recorded stream beside the receiver's counts (traced runs only).
+    pub trace_check: Option<TraceCheck>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -97,13 +102,21 @@ fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Runs the scenario on a fresh star, tears it down, and returns the outcome
-/// with the probe's samples of the measurement window.
+/// Everything a run measured.
+pub struct RunData {
+    pub outcome: Outcome,
+    /// The probe's samples of the measurement window.
+    pub samples: Vec<queue_sample>,
+    /// The recorded stream of `trace_algorithm`, whole run.
+    pub cc_trace: Option<CcTrace>,
+}
+
+/// Runs the scenario on a fresh star and tears it down.
 pub fn run(
     scn: &Scenario,
     stop: &Arc<AtomicBool>,
     mut progress: impl FnMut(Duration),
-) -> Result<(Outcome, Vec<queue_sample>)> {
+) -> Result<RunData> {
     scn.bottleneck.validate()?;
     let senders = scn.flows.iter().map(|f| f.sender + 1).max().unwrap_or(1);
     let star = Star::build(&StarSpec {
@@ -120,6 +133,7 @@ pub fn run(
         .backend
         .marker_config(scn.bottleneck.buffer_pkts, 1);
     let mut switch = BpfSwitch::start(
+        Some(&std::path::Path::new(loader::bpffs::LAB_ROOT).join(star.prefix.as_str())),
         cfg,
         &star.switch.path(),
         &star.bottleneck_if,
@@ -130,6 +144,11 @@ pub fn run(
     let ns = star.switch.name().to_string();
     let dev = star.bottleneck_if.clone();
     let mut at_warmup: Option<(u64, QdiscCounters, marker_stats)> = None;
+    let recorder = scn
+        .trace_algorithm
+        .as_deref()
+        .map(|a| Recorder::start(a, scn.bottleneck.rate_bps))
+        .transpose()?;
     let flows = run_bulk(&star, &scn.flows, scn.duration, scn.interval, stop, |t| {
         if at_warmup.is_none() && t >= scn.warmup {
             at_warmup = Some((
@@ -142,6 +161,7 @@ pub fn run(
         Ok(())
     })?;
     let end_ns = monotonic_ns();
+    let cc_trace = recorder.map(Recorder::finish).transpose()?;
     let end_q = qdisc_stats::read(&ns, &dev)?;
     let end_m = switch.stats()?;
     let rx = switch.rx_flows()?;
@@ -197,7 +217,16 @@ pub fn run(
             marks: end_m.marked + end_q.marks,
             receiver_ce: rx_ce,
         },
-        guard_repairs: (0, 0),
+        guard_repairs: (0, 0, 0),
+        trace_check: None,
     };
-    Ok((outcome, samples))
+    let mut outcome = outcome;
+    outcome.trace_check = cc_trace
+        .as_ref()
+        .map(|t| t.check(&outcome.flows, &outcome.rx));
+    Ok(RunData {
+        outcome,
+        samples,
+        cc_trace,
+    })
 }

@@ -41,6 +41,7 @@ fn burst_through(backend: Backend, ecn: u8) -> Vec<queue_sample> {
     };
     b.install(star.switch.name(), &star.bottleneck_if).unwrap();
     let mut sw = BpfSwitch::start(
+        None,
         b.backend.marker_config(BUFFER, 1),
         &star.switch.path(),
         &star.bottleneck_if,

@@ -6,14 +6,11 @@ use std::mem::MaybeUninit;
 use std::net::Ipv4Addr;
 use std::path::Path;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, MapHandle, ProgramMut, RingBufferBuilder};
+use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, MapHandle, ProgramMut};
 use serde::Serialize;
 
 use crate::intf::{
@@ -21,6 +18,7 @@ use crate::intf::{
 };
 use crate::skel::SwitchSkelBuilder;
 use loader::netns::with_netns;
+use loader::ring::RingDrainer;
 
 /// Packets seen at one receiver flow.
 #[derive(Clone, Debug, Serialize)]
@@ -46,8 +44,8 @@ pub struct BpfSwitch {
     _links: Vec<Link>,
     stats: MapHandle,
     rx_flows: MapHandle,
-    stop: Arc<AtomicBool>,
-    reader: Option<JoinHandle<Result<Vec<queue_sample>>>>,
+    reader: Option<RingDrainer<queue_sample>>,
+    _pins: Option<LivePins>,
 }
 
 fn ifindex(name: &str) -> Result<u32> {
@@ -87,6 +85,7 @@ impl BpfSwitch {
     /// Loads the switch with `cfg` and attaches the marker/probe to `egress`
     /// in `switch_ns` and the CE counter to `rx_if` in `rx_ns`.
     pub fn start(
+        pin_dir: Option<&Path>,
         cfg: marker_config,
         switch_ns: &Path,
         egress: &str,
@@ -117,7 +116,7 @@ impl BpfSwitch {
                 bytes.len(),
             )
         };
-        let skel = open
+        let mut skel = open
             .load()
             .context("loading the BPF switch (needs bpf_cast_to_kern_ctx, Linux 6.3+)")?;
 
@@ -125,16 +124,26 @@ impl BpfSwitch {
             attach_tcx(&skel.progs.bottleneck_egress, switch_ns, egress)?,
             attach_tcx(&skel.progs.receiver_ingress, rx_ns, rx_if)?,
         ];
+        let pins = match pin_dir {
+            Some(dir) => Some(LivePins::create(
+                dir,
+                &mut [
+                    ("queue_now", &mut skel.maps.queue_now),
+                    ("marker_stats", &mut skel.maps.stats),
+                ],
+            )?),
+            None => None,
+        };
         let stats = MapHandle::try_from(&skel.maps.stats)?;
         let rx_flows = MapHandle::try_from(&skel.maps.rx_flows)?;
         let samples = MapHandle::try_from(&skel.maps.samples)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let reader = (cfg.sample > 0).then(|| spawn_reader(samples, stop.clone()));
+        let reader =
+            (cfg.sample > 0).then(|| RingDrainer::spawn(samples, Duration::from_millis(10)));
         Ok(BpfSwitch {
+            _pins: pins,
             _links: links,
             stats,
             rx_flows,
-            stop,
             reader,
         })
     }
@@ -191,47 +200,38 @@ impl BpfSwitch {
     /// Stops the probe and returns every sample it recorded. The programs
     /// stay attached until this value is dropped.
     pub fn take_trace(&mut self) -> Result<QueueTrace> {
-        self.stop.store(true, Ordering::Relaxed);
         let Some(reader) = self.reader.take() else {
             return Ok(QueueTrace::default());
         };
-        let samples = reader
-            .join()
-            .map_err(|_| anyhow!("queue probe reader panicked"))??;
-        Ok(QueueTrace { samples })
+        Ok(QueueTrace {
+            samples: reader.finish()?,
+        })
     }
 }
 
-impl Drop for BpfSwitch {
+/// The switch's live maps pinned for other processes (`loader top`), removed
+/// with the switch.
+struct LivePins(std::path::PathBuf);
+
+impl LivePins {
+    fn create(dir: &Path, maps: &mut [(&str, &mut libbpf_rs::MapMut<'_>)]) -> Result<LivePins> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let pins = LivePins(dir.to_path_buf());
+        for (name, map) in maps.iter_mut() {
+            let path = dir.join(&**name);
+            map.pin(&path)
+                .with_context(|| format!("pinning {}", path.display()))?;
+        }
+        Ok(pins)
+    }
+}
+
+impl Drop for LivePins {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(r) = self.reader.take() {
-            let _ = r.join();
+        let _ = std::fs::remove_dir_all(&self.0);
+        // The root goes with the last lab; another lab's directory keeps it.
+        if let Some(root) = self.0.parent() {
+            let _ = std::fs::remove_dir(root);
         }
     }
-}
-
-/// Drains the ring on a timer: the BPF side submits without wakeups, so the
-/// reader polls instead of sleeping in epoll.
-fn spawn_reader(map: MapHandle, stop: Arc<AtomicBool>) -> JoinHandle<Result<Vec<queue_sample>>> {
-    std::thread::spawn(move || {
-        let out = Arc::new(Mutex::new(Vec::<queue_sample>::with_capacity(1 << 20)));
-        let sink = out.clone();
-        let mut builder = RingBufferBuilder::new();
-        builder.add(&map, move |data: &[u8]| {
-            if let Some(s) = from_bytes::<queue_sample>(data) {
-                sink.lock().unwrap().push(s);
-            }
-            0
-        })?;
-        let ring = builder.build()?;
-        while !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(10));
-            ring.consume()?;
-        }
-        ring.consume()?;
-        drop(ring);
-        let v = std::mem::take(&mut *out.lock().unwrap());
-        Ok(v)
-    })
 }

@@ -17,6 +17,7 @@ use tc_qdisc::intf::queue_sample;
 use tc_qdisc::{Backend, Bottleneck};
 
 use crate::cc::LabCc;
+use crate::cctrace::CcTrace;
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::scenario::{self, Outcome, Scenario};
@@ -35,6 +36,8 @@ pub struct QueueConfig {
     /// What to compare: algorithm:backend pairs, e.g. bpf_dctcp:bpf-step.
     pub variants: Vec<String>,
     pub delay: Option<Duration>,
+    /// Record bpf_dctcp's live trace in its runs.
+    pub trace: bool,
 }
 
 /// One line of the comparison: an algorithm on a backend.
@@ -169,6 +172,11 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
                 warmup: cfg.warmup,
                 delay: cfg.delay,
                 interval: Duration::from_millis(100),
+                trace_algorithm: bpf
+                    .as_ref()
+                    .filter(|_| cfg.trace)
+                    .filter(|b| b.name == cc_name(v))
+                    .map(|b| b.name.clone()),
             };
             let bar = ProgressBar::new(cfg.duration.as_millis() as u64);
             bar.set_style(
@@ -177,16 +185,20 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
             bar.set_message(format!("run {n}/{total}: {} {}", fmt_rate(rate), v.label()));
             let ours = bpf.as_ref().filter(|b| b.name == cc_name(v));
             let before = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
-            let (mut outcome, samples) =
-                scenario::run(&scn, stop, |t| bar.set_position(t.as_millis() as u64))?;
+            let run = scenario::run(&scn, stop, |t| bar.set_position(t.as_millis() as u64))?;
+            let (mut outcome, samples) = (run.outcome, run.samples);
             let after = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
-            outcome.guard_repairs = (after.0 - before.0, after.1 - before.1);
+            outcome.guard_repairs = (after.0 - before.0, after.1 - before.1, after.2 - before.2);
             bar.finish_and_clear();
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
                 bail!("interrupted");
             }
             let dir = out.sub(&format!("{}-{}-{}", rate_tag(rate), v.cc, v.backend))?;
             write_run(&dir, &scn, &outcome, &samples)?;
+            if let Some(t) = &run.cc_trace {
+                t.write_csv(&dir, "cc_trace.csv.gz")?;
+                plot_sawtooth(&dir, cfg, &outcome, &samples, t)?;
+            }
             eprintln!(
                 "{} {:<20}: queue mean {:.1} p95 {:.0} pkts, util {:.1}%, drops {}, marks {}{}",
                 fmt_rate(rate),
@@ -197,10 +209,13 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
                 outcome.drops,
                 outcome.marks,
                 match outcome.guard_repairs {
-                    (0, 0) => String::new(),
-                    (s, c) => format!(", guard repairs {s}/{c} (README: Known issue)"),
+                    (0, 0, 0) => String::new(),
+                    (s, c, h) => format!(", guard repairs {s}/{c}/{h} (README: Known issue)"),
                 }
             );
+            if let Some(tc) = &outcome.trace_check {
+                eprintln!("{}", trace_line(tc));
+            }
             traces.push((rate, v.label(), samples));
             outcomes.push(outcome);
         }
@@ -296,6 +311,67 @@ fn write_run(
     )
 }
 
+/// Seconds of queue shown over time: about 1 s at 100 Mbit/s and 0.25 s at
+/// 1 Gbit/s (8,000 packets per 100 ms at 100 Mbit/s), enough for several
+/// sawteeth.
+fn excerpt_span_s(rate_bps: u64) -> f64 {
+    (1e8 / rate_bps as f64).clamp(0.1, 1.0)
+}
+
+/// Queue, cwnd and alpha over the same excerpt of one traced run, stacked
+/// (the sawtooth of the paper's Fig. 12).
+fn plot_sawtooth(
+    dir: &ResultsDir,
+    cfg: &QueueConfig,
+    o: &Outcome,
+    samples: &[queue_sample],
+    trace: &CcTrace,
+) -> Result<()> {
+    let Some(first) = samples.first() else {
+        return Ok(());
+    };
+    let (t0, span) = (first.ts_ns, excerpt_span_s(o.rate_bps));
+    let queue: Vec<(f64, f64)> = samples
+        .iter()
+        .map(|s| ((s.ts_ns - t0) as f64 / 1e9, f64::from(s.qlen)))
+        .take_while(|(t, _)| *t <= span)
+        .collect();
+    let (cwnd, alpha) = trace.series(&o.flows, t0, span);
+    let what = format!("{} at {}", o.label, fmt_rate(o.rate_bps));
+    plot::draw_stack(
+        &dir.file("sawtooth.png"),
+        &[
+            Chart {
+                title: &format!("{what}: queue at every arrival"),
+                x_label: "time (s)",
+                y_label: "queue (packets)",
+                series: vec![Series {
+                    name: "queue".into(),
+                    points: queue,
+                }],
+                hlines: vec![(f64::from(cfg.k), format!("K = {}", cfg.k))],
+                y_max: None,
+            },
+            Chart {
+                title: &format!("{what}: cwnd on traced ACKs"),
+                x_label: "time (s)",
+                y_label: "cwnd (packets)",
+                series: cwnd,
+                hlines: vec![],
+                y_max: None,
+            },
+            Chart {
+                title: &format!("{what}: alpha per window"),
+                x_label: "time (s)",
+                y_label: "alpha",
+                series: alpha,
+                hlines: vec![],
+                y_max: Some(1.0),
+            },
+        ],
+    )
+}
+
 /// Queue over time (an excerpt of the window, every arrival) and queue CDF,
 /// one chart each per rate, all algorithms together.
 fn plot_rates(
@@ -305,9 +381,7 @@ fn plot_rates(
 ) -> Result<()> {
     for &rate in &cfg.rates_bps {
         let runs: Vec<_> = traces.iter().filter(|t| t.0 == rate).collect();
-        // 100 ms of line rate is 8,000 packets at 100 Mbit/s: show about 1 s
-        // at 100 Mbit/s and 0.25 s at 1 Gbit/s, enough for several sawteeth.
-        let span_s = (1e8 / rate as f64).clamp(0.1, 1.0);
+        let span_s = excerpt_span_s(rate);
         let mut over_time = Vec::new();
         let mut cdfs = Vec::new();
         for (_, label, samples) in &runs {
@@ -362,6 +436,33 @@ fn plot_rates(
     Ok(())
 }
 
+/// The recorded stream in one line: events and, per flow, alpha and F
+/// beside the receiver's CE count.
+fn trace_line(tc: &crate::cctrace::TraceCheck) -> String {
+    let flows: Vec<String> = tc
+        .flows
+        .iter()
+        .map(|f| {
+            format!(
+                "flow {}: {} windows, {} ACKs, alpha max {:.3}, F {:.4} vs receiver CE {:.4}",
+                f.sender,
+                f.windows,
+                f.acks,
+                f.alpha_max,
+                f.fraction_marked,
+                f.receiver_ce_pkts as f64 / f.receiver_pkts.max(1) as f64
+            )
+        })
+        .collect();
+    format!(
+        "  trace: {} events seen, {} dropped, {} produced; {}",
+        tc.counts.seen,
+        tc.counts.dropped,
+        tc.counts.produced,
+        flows.join("; ")
+    )
+}
+
 fn mark(ok: bool) -> &'static str {
     if ok {
         "yes"
@@ -400,7 +501,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
             .collect();
         let _ = writeln!(
             s,
-            "| {} | {} | {:.1} | {:.0}-{:.0} | {:.0} | {:.1}% | {:.1}% | {} | {} | {:.2}% | {} | {} / {} |",
+            "| {} | {} | {:.1} | {:.0}-{:.0} | {:.0} | {:.1}% | {:.1}% | {} | {} | {:.2}% | {} | {} / {} / {} |",
             fmt_rate(o.rate_bps),
             o.label,
             o.queue.mean,
@@ -414,13 +515,15 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
             o.ce_fraction * 100.0,
             gp.join(" / "),
             o.guard_repairs.0,
-            o.guard_repairs.1
+            o.guard_repairs.1,
+            o.guard_repairs.2
         );
     }
     let _ = writeln!(
         s,
-        "\nGuard repairs: ssthresh / cwnd values bpf_dctcp found impossible and recomputed (the kernel issue in \
-         the README); 0 / 0 means the run never met it.\n"
+        "\nGuard repairs: ssthresh / cwnd values bpf_dctcp found impossible and recomputed, and transmissions it \
+         held while far more was in flight than the reduction started from (the kernel issue in the README); \
+         0 / 0 / 0 means the run never met it.\n"
     );
     let _ = writeln!(s, "\n## Against theory and the reference traces\n");
     let _ = writeln!(
@@ -539,10 +642,50 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
             p.receiver_ce
         );
     }
+    let traced: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| o.trace_check.is_some())
+        .collect();
+    if !traced.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Live trace of {} (ring buffer, as `loader trace`)\n",
+            dctcp_labels.join(", ")
+        );
+        let _ = writeln!(s, "The sender's stream beside the receiver: F = ECE-echoed / delivered packets summed over the alpha windows; the receiver's CE fraction is counted at its ingress.\n");
+        let _ = writeln!(s, "| rate | algorithm | flow | events seen / dropped / produced | windows | traced ACKs | alpha max | F (sender) | CE fraction (receiver) | delivered_ce (sender) | CE packets (receiver) |");
+        let _ = writeln!(
+            s,
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+        );
+        for o in traced {
+            let tc = o.trace_check.as_ref().expect("filtered");
+            for f in &tc.flows {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} / {} / {} | {} | {} | {:.3} | {:.4} | {:.4} | {} | {} |",
+                    fmt_rate(o.rate_bps),
+                    o.label,
+                    f.sender,
+                    tc.counts.seen,
+                    tc.counts.dropped,
+                    tc.counts.produced,
+                    f.windows,
+                    f.acks,
+                    f.alpha_max,
+                    f.fraction_marked,
+                    f.receiver_ce_pkts as f64 / f.receiver_pkts.max(1) as f64,
+                    f.sender_delivered_ce,
+                    f.receiver_ce_pkts
+                );
+            }
+        }
+    }
     let _ = writeln!(
         s,
         "\nPlots: `queue_<rate>.png` (queue at every arrival over a short excerpt), `queue_cdf_<rate>.png`, and per \
-         run `throughput.png`. Raw samples: `<rate>-<algorithm>/queue.csv.gz`, `throughput.csv`."
+         run `throughput.png`; traced runs also `sawtooth.png` (queue, cwnd and alpha over the same excerpt). Raw \
+         samples: `<rate>-<algorithm>/queue.csv.gz`, `throughput.csv`, `cc_trace.csv.gz` (every traced event)."
     );
     s
 }

@@ -31,6 +31,14 @@ char _license[] SEC("license") = "GPL";
 
 const volatile struct marker_config cfg = {};
 
+/* The queue at the last arrival, for live views (`loader top`). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct queue_now);
+} queue_now SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 24);
@@ -166,8 +174,15 @@ int bottleneck_egress(struct __sk_buff *ctx)
 	struct Qdisc *q = skb->dev->qdisc;
 	u32 zero = 0, qlen = q->q.qlen, backlog = q->qstats.backlog;
 	struct marker_stats *s = bpf_map_lookup_elem(&stats, &zero);
+	struct queue_now *now = bpf_map_lookup_elem(&queue_now, &zero);
 	struct queue_sample *smp;
 	u8 action = QA_PASS;
+
+	if (now) {
+		now->ts_ns = bpf_ktime_get_ns();
+		now->qlen = qlen;
+		now->backlog = backlog;
+	}
 	bool congested = false;
 	struct pkt p = {};
 	int verdict = TC_ACT_OK;

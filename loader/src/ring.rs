@@ -1,0 +1,104 @@
+//! Draining a BPF ring buffer on a timer.
+//!
+//! The programs of this project submit with BPF_RB_NO_WAKEUP (a wakeup per
+//! record costs the producer microseconds on the packet path), so nothing
+//! ever wakes an epoll reader: a thread consumes the ring every `period`
+//! instead and hands over what it found in batches.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+use libbpf_rs::{MapHandle, RingBufferBuilder};
+
+use crate::intf::from_bytes;
+
+/// Records of type `T` (a struct of bpf/intf.h) drained from one ring.
+pub struct RingDrainer<T> {
+    stop: Arc<AtomicBool>,
+    batches: Receiver<Vec<T>>,
+    thread: Option<JoinHandle<Result<()>>>,
+}
+
+impl<T: Copy + Default + Send + 'static> RingDrainer<T> {
+    /// Starts draining `ring` every `period`. Records shorter than `T` are
+    /// skipped.
+    pub fn spawn(ring: MapHandle, period: Duration) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, batches) = mpsc::channel();
+        let stopping = stop.clone();
+        let thread = std::thread::spawn(move || -> Result<()> {
+            let batch = Arc::new(std::sync::Mutex::new(Vec::<T>::new()));
+            let sink = batch.clone();
+            let mut builder = RingBufferBuilder::new();
+            builder.add(&ring, move |data: &[u8]| {
+                if let Some(r) = from_bytes::<T>(data) {
+                    sink.lock().unwrap().push(r);
+                }
+                0
+            })?;
+            let rb = builder.build()?;
+            loop {
+                // Read the flag before the last pass: a stop request still
+                // gets everything produced up to it.
+                let last = stopping.load(Ordering::Acquire);
+                rb.consume()?;
+                let got = std::mem::take(&mut *batch.lock().unwrap());
+                if !got.is_empty() && tx.send(got).is_err() {
+                    return Ok(());
+                }
+                if last {
+                    return Ok(());
+                }
+                std::thread::sleep(period);
+            }
+        });
+        RingDrainer {
+            stop,
+            batches,
+            thread: Some(thread),
+        }
+    }
+
+    /// Every record drained so far, without waiting.
+    pub fn take(&self) -> Vec<T> {
+        let mut out = Vec::new();
+        while let Ok(mut b) = self.batches.try_recv() {
+            out.append(&mut b);
+        }
+        out
+    }
+
+    /// Waits up to `timeout` for the next batch, then adds any others ready.
+    pub fn wait(&self, timeout: Duration) -> Vec<T> {
+        match self.batches.recv_timeout(timeout) {
+            Ok(mut first) => {
+                first.append(&mut self.take());
+                first
+            }
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => Vec::new(),
+        }
+    }
+
+    /// Stops after a last pass over the ring; returns what was not taken yet.
+    pub fn finish(mut self) -> Result<Vec<T>> {
+        self.stop.store(true, Ordering::Release);
+        let thread = self.thread.take().expect("joined once");
+        thread
+            .join()
+            .map_err(|_| anyhow!("ring buffer reader panicked"))??;
+        Ok(self.take())
+    }
+}
+
+impl<T> Drop for RingDrainer<T> {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! The lab switches `loader top` can see: every running lab pins its marker's
+//! live state under [`LAB_ROOT`]`/<prefix>/`:
+//!
+//! ```text
+//! queue_now      ARRAY, 1 entry: struct queue_now (the queue at the last arrival)
+//! marker_stats   PERCPU_ARRAY, 1 entry: struct marker_stats (summed over CPUs)
+//! ```
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+
+use crate::bpffs::LAB_ROOT;
+use crate::intf::{self, marker_stats, queue_now};
+
+const KEY0: [u8; 4] = 0u32.to_ne_bytes();
+
+/// One switch as read at one poll.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SwitchNow {
+    pub queue: queue_now,
+    /// Seconds since the marker last saw an arrival (and wrote `queue`).
+    pub idle_s: f64,
+    pub stats: marker_stats,
+}
+
+/// A lab switch found under [`LAB_ROOT`]: its prefix and what reading it gave.
+#[derive(Clone, Debug)]
+pub struct SwitchReading {
+    pub prefix: String,
+    pub now: Result<SwitchNow, String>,
+}
+
+/// Every lab switch pinned now, sorted by prefix. Directories without the two
+/// pins (a lab still setting up, or another kind of lab object) are skipped;
+/// a switch whose pins cannot be read is returned with the error.
+pub fn read_all() -> Vec<SwitchReading> {
+    let Ok(entries) = std::fs::read_dir(LAB_ROOT) else {
+        return Vec::new();
+    };
+    let mut out: Vec<SwitchReading> = entries
+        .flatten()
+        .filter(|e| e.path().join("queue_now").exists() && e.path().join("marker_stats").exists())
+        .map(|e| SwitchReading {
+            prefix: e.file_name().to_string_lossy().into_owned(),
+            now: read(&e.path()).map_err(|e| format!("{e:#}")),
+        })
+        .collect();
+    out.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+    out
+}
+
+/// Reads the two pins of one switch directory.
+pub fn read(dir: &Path) -> Result<SwitchNow> {
+    let queue: queue_now = {
+        let map = open(&dir.join("queue_now"), std::mem::size_of::<queue_now>())?;
+        let bytes = map
+            .lookup(&KEY0, MapFlags::ANY)?
+            .context("queue_now: empty map")?;
+        intf::from_bytes(&bytes).context("queue_now: short value")?
+    };
+    let stats = {
+        let map = open(
+            &dir.join("marker_stats"),
+            std::mem::size_of::<marker_stats>(),
+        )?;
+        let per_cpu = map
+            .lookup_percpu(&KEY0, MapFlags::ANY)?
+            .context("marker_stats: empty map")?;
+        per_cpu
+            .iter()
+            .filter_map(|b| intf::from_bytes::<marker_stats>(b))
+            .fold(marker_stats::default(), |acc, s| add(&acc, &s))
+    };
+    Ok(SwitchNow {
+        queue,
+        idle_s: monotonic_ns().saturating_sub(queue.ts_ns) as f64 / 1e9,
+        stats,
+    })
+}
+
+fn open(pin: &Path, value_size: usize) -> Result<MapHandle> {
+    let map =
+        MapHandle::from_pinned_path(pin).with_context(|| format!("opening {}", pin.display()))?;
+    anyhow::ensure!(
+        map.value_size() as usize == value_size,
+        "{}: value is {} bytes, this loader expects {}; was the lab built from another version?",
+        pin.display(),
+        map.value_size(),
+        value_size
+    );
+    Ok(map)
+}
+
+/// Field-wise sum, for the per-CPU counters.
+pub fn add(a: &marker_stats, b: &marker_stats) -> marker_stats {
+    marker_stats {
+        pkts: a.pkts + b.pkts,
+        bytes: a.bytes + b.bytes,
+        marked: a.marked + b.marked,
+        dropped: a.dropped + b.dropped,
+        taildrop: a.taildrop + b.taildrop,
+        ce_in: a.ce_in + b.ce_in,
+        ring_full: a.ring_full + b.ring_full,
+    }
+}
+
+/// CLOCK_MONOTONIC in ns, the clock of bpf_ktime_get_ns().
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

@@ -1,0 +1,123 @@
+//! `loader trace` as users run it: the real binary against an attached
+//! algorithm carrying a real transfer between two namespaces.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::*;
+use serde_json::Value;
+
+const MB: u64 = 1 << 20;
+
+fn loader_bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_loader"))
+}
+
+#[test]
+fn trace_streams_every_event_of_a_transfer() {
+    require_root();
+    let _a = Attached::new("t_trace", &[]);
+    let pair = Pair::new();
+    let tracer = loader_bin()
+        .args(["trace", "--algo", "t_trace", "--per-ack", "--duration", "4"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let t = Transfer::start(&pair, "t_trace", Some("t_trace"), 32 * MB, 32 * MB);
+    t.resume();
+    let (client, _) = t.finish();
+    assert_eq!(client.bytes, 64 * MB);
+    let out = tracer.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+
+    let events: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The summary accounts for every event: seen + dropped = produced.
+    let line = err.lines().find(|l| l.contains("events seen")).unwrap();
+    let nums: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    eprintln!("{line}");
+    let (seen, dropped, produced) = (nums[0], nums[1], nums[2]);
+    assert_eq!(seen + dropped, produced, "{line}");
+    assert_eq!(events.len() as u64, seen, "{line}");
+    let kind = |k: &str| events.iter().filter(|e| e["event"] == k).count();
+    // Both ends of the connection start and end, and report on ACKs.
+    assert_eq!(kind("start"), 2, "{line}");
+    assert_eq!(kind("end"), 2, "{line}");
+    assert!(kind("ack") > 100 && kind("window") > 10, "{line}");
+    for e in &events {
+        assert!(e["local"].as_str().unwrap().contains("198.18."), "{e}");
+        assert!(e["cwnd"].as_u64().unwrap() > 0, "{e}");
+    }
+    // Timestamps are monotonic per CPU-drained batch and overall close.
+    let ts: Vec<u64> = events
+        .iter()
+        .map(|e| e["ts_ns"].as_u64().unwrap())
+        .collect();
+    let span = ts.iter().max().unwrap() - ts.iter().min().unwrap();
+    assert!(span < 10_000_000_000, "events span {span} ns");
+
+    // Tracing is off again: a transfer now produces nothing.
+    let before = Attached::listed(&_a)["events"].as_u64().unwrap();
+    let t = Transfer::start(&pair, "t_trace", Some("t_trace"), 4 * MB, 4 * MB);
+    t.resume();
+    t.finish();
+    assert_eq!(Attached::listed(&_a)["events"].as_u64().unwrap(), before);
+}
+
+#[test]
+fn trace_refuses_bad_input_clearly() {
+    require_root();
+    for (args, says) in [
+        (
+            vec!["trace", "--algo", "t_nosuch"],
+            "no algorithm named `t_nosuch`",
+        ),
+        (
+            vec!["trace", "--algo", "t_x", "--flow", "dport"],
+            "not key=value",
+        ),
+        (
+            vec!["trace", "--algo", "t_x", "--flow", "proto=udp"],
+            "unknown key `proto`",
+        ),
+        (
+            vec!["trace", "--algo", "t_x", "--ack-every", "0"],
+            "ack-every",
+        ),
+        (
+            vec!["trace", "--algo", "t_x", "--format", "xml"],
+            "invalid value 'xml'",
+        ),
+    ] {
+        let out = loader(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+    // A second tracer of the same algorithm is refused while one runs.
+    let _a = Attached::new("t_trace2", &[]);
+    let mut first = loader_bin()
+        .args(["trace", "--algo", "t_trace2", "--duration", "3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let second = loader(&["trace", "--algo", "t_trace2", "--duration", "1"]);
+    assert_eq!(second.status.code(), Some(1), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("already being traced"),
+        "{}",
+        stderr(&second)
+    );
+    assert!(first.wait().unwrap().success());
+}
