@@ -10,6 +10,12 @@ use serde_json::Value;
 
 const MB: u64 = 1 << 20;
 
+/// The tests attach algorithms: serialized, so "nothing attached" is true.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn loader_bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_loader"))
 }
@@ -17,6 +23,7 @@ fn loader_bin() -> Command {
 #[test]
 fn trace_streams_every_event_of_a_transfer() {
     require_root();
+    let _serial = serial();
     let _a = Attached::new("t_trace", &[]);
     let pair = Pair::new();
     let tracer = loader_bin()
@@ -77,6 +84,19 @@ fn trace_streams_every_event_of_a_transfer() {
 #[test]
 fn trace_refuses_bad_input_clearly() {
     require_root();
+    let _serial = serial();
+    // Without --algo it traces the one attached algorithm, and says so when
+    // there is none (this suite attaches only t_ names, detached after).
+    let attached = loader_ok(&["list", "--json"]);
+    if attached.trim() == "[]" {
+        let out = loader(&["trace"]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("no algorithm is attached"),
+            "{}",
+            stderr(&out)
+        );
+    }
     for (args, says) in [
         (
             vec!["trace", "--algo", "t_nosuch"],
