@@ -56,6 +56,11 @@ pub struct FlowCheck {
     pub windows: u64,
     pub acks: u64,
     pub alpha_max: f64,
+    /// Mean alpha over the windows of the run's second half: the EWMA of F
+    /// once the start (alpha_on_init) has washed out.
+    pub alpha_late_mean: f64,
+    /// F over the same windows.
+    pub fraction_marked_late: f64,
     /// Sum of the windows' ECE-echoed over delivered packets.
     pub fraction_marked: f64,
     /// delivered_ce / delivered of the sender over the run.
@@ -72,6 +77,26 @@ pub struct TraceCheck {
     pub flows: Vec<FlowCheck>,
 }
 
+/// F over windows: ECE-echoed over delivered packets, summed.
+fn window_fraction(windows: &[&dctcp_event]) -> f64 {
+    let (d, c) = windows.iter().fold((0u64, 0u64), |(d, c), e| {
+        (
+            d + u64::from(e.win_delivered),
+            c + u64::from(e.win_delivered_ce),
+        )
+    });
+    c as f64 / d.max(1) as f64
+}
+
+/// The windows of the second half of the time they span.
+fn second_half<'s, 'a>(windows: &'s [&'a dctcp_event]) -> &'s [&'a dctcp_event] {
+    let (Some(a), Some(b)) = (windows.first(), windows.last()) else {
+        return windows;
+    };
+    let mid = a.ts_ns + (b.ts_ns - a.ts_ns) / 2;
+    &windows[windows.partition_point(|e| e.ts_ns < mid)..]
+}
+
 impl CcTrace {
     /// The sender side of `f`: its socket's own port is the flow's source.
     fn sender_events<'a>(&'a self, f: &'a FlowResult) -> impl Iterator<Item = &'a dctcp_event> {
@@ -86,15 +111,12 @@ impl CcTrace {
             .map(|f| {
                 let mine: Vec<&dctcp_event> = self.sender_events(f).collect();
                 let count = |t: u32| mine.iter().filter(|e| u32::from(e.type_) == t).count() as u64;
-                let (del, ce) = mine
+                let windows: Vec<&dctcp_event> = mine
                     .iter()
+                    .copied()
                     .filter(|e| u32::from(e.type_) == EV_WINDOW)
-                    .fold((0u64, 0u64), |(d, c), e| {
-                        (
-                            d + u64::from(e.win_delivered),
-                            c + u64::from(e.win_delivered_ce),
-                        )
-                    });
+                    .collect();
+                let late = second_half(&windows);
                 let span = |pick: fn(&dctcp_event) -> u32| match (mine.first(), mine.last()) {
                     (Some(a), Some(b)) => u64::from(pick(b).wrapping_sub(pick(a))),
                     _ => 0,
@@ -110,7 +132,13 @@ impl CcTrace {
                         .iter()
                         .map(|e| loader::flows::alpha_fraction(e.alpha))
                         .fold(0.0, f64::max),
-                    fraction_marked: ce as f64 / del.max(1) as f64,
+                    alpha_late_mean: late
+                        .iter()
+                        .map(|e| loader::flows::alpha_fraction(e.alpha))
+                        .sum::<f64>()
+                        / late.len().max(1) as f64,
+                    fraction_marked_late: window_fraction(late),
+                    fraction_marked: window_fraction(&windows),
                     sender_delivered: span(|e| e.delivered),
                     sender_delivered_ce: span(|e| e.delivered_ce),
                     receiver_pkts: r.map_or(0, |r| r.pkts),

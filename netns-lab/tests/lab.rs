@@ -224,9 +224,15 @@ fn traced_dctcp_flows_match_the_receivers_marks() {
     for f in flows {
         let n = |k: &str| f[k].as_u64().unwrap();
         let x = |k: &str| f[k].as_f64().unwrap();
-        // cwnd events for every flow, alpha windows, and alpha off 0 once marks came.
+        // cwnd events for every flow, alpha windows, and alpha held above 0
+        // by the marks: in the second half it tracks F (its EWMA).
         assert!(n("acks") > 100 && n("windows") > 10, "{f}");
-        assert!(x("alpha_max") > 0.0, "{f}");
+        let (alpha, f_late) = (x("alpha_late_mean"), x("fraction_marked_late"));
+        assert!(alpha > 0.02, "alpha {alpha} with marks: {f}");
+        assert!(
+            (0.5 * f_late..=1.5 * f_late).contains(&alpha),
+            "alpha {alpha} does not follow F {f_late}: {f}"
+        );
         assert!(
             n("receiver_ce_pkts") > 100,
             "no marks reached the receiver: {f}"

@@ -444,11 +444,12 @@ fn trace_line(tc: &crate::cctrace::TraceCheck) -> String {
         .iter()
         .map(|f| {
             format!(
-                "flow {}: {} windows, {} ACKs, alpha max {:.3}, F {:.4} vs receiver CE {:.4}",
+                "flow {}: {} windows, {} ACKs, alpha {:.3} (2nd half; F there {:.3}), F {:.4} vs receiver CE {:.4}",
                 f.sender,
                 f.windows,
                 f.acks,
-                f.alpha_max,
+                f.alpha_late_mean,
+                f.fraction_marked_late,
                 f.fraction_marked,
                 f.receiver_ce_pkts as f64 / f.receiver_pkts.max(1) as f64
             )
@@ -653,7 +654,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
             dctcp_labels.join(", ")
         );
         let _ = writeln!(s, "The sender's stream beside the receiver: F = ECE-echoed / delivered packets summed over the alpha windows; the receiver's CE fraction is counted at its ingress.\n");
-        let _ = writeln!(s, "| rate | algorithm | flow | events seen / dropped / produced | windows | traced ACKs | alpha max | F (sender) | CE fraction (receiver) | delivered_ce (sender) | CE packets (receiver) |");
+        let _ = writeln!(s, "| rate | algorithm | flow | events seen / dropped / produced | windows | traced ACKs | alpha, 2nd half (F there) | F (sender) | CE fraction (receiver) | delivered_ce (sender) | CE packets (receiver) |");
         let _ = writeln!(
             s,
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
@@ -663,7 +664,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
             for f in &tc.flows {
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} / {} / {} | {} | {} | {:.3} | {:.4} | {:.4} | {} | {} |",
+                    "| {} | {} | {} | {} / {} / {} | {} | {} | {:.3} ({:.3}) | {:.4} | {:.4} | {} | {} |",
                     fmt_rate(o.rate_bps),
                     o.label,
                     f.sender,
@@ -672,7 +673,8 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
                     tc.counts.produced,
                     f.windows,
                     f.acks,
-                    f.alpha_max,
+                    f.alpha_late_mean,
+                    f.fraction_marked_late,
                     f.fraction_marked,
                     f.receiver_ce_pkts as f64 / f.receiver_pkts.max(1) as f64,
                     f.sender_delivered_ce,
