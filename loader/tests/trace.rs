@@ -141,3 +141,61 @@ fn trace_refuses_bad_input_clearly() {
     );
     assert!(first.wait().unwrap().success());
 }
+
+/// With nobody draining, the ring fills and the programs count what it
+/// refused; a tracer that takes over discards the stale ring and accounts
+/// only for its own events.
+#[test]
+fn a_full_ring_counts_its_drops_and_take_over_starts_clean() {
+    require_root();
+    let _serial = serial();
+    let a = Attached::new("t_full", &[]);
+    let pair = Pair::new();
+    pair.offloads_off();
+    // Switch per-ACK tracing on behind loader's back, as a killed tracer
+    // would leave it: flags = window | ack, ack_every = 1.
+    let pin = "/sys/fs/bpf/dctcp-bpf/t_full/trace";
+    let st = Command::new("bpftool")
+        .args(["map", "update", "pinned", pin, "key", "0", "0", "0", "0"])
+        .args(["value", "3", "0", "0", "0", "1", "0", "0", "0"])
+        .status()
+        .unwrap();
+    assert!(st.success(), "bpftool map update {pin}");
+    let t = Transfer::start(&pair, "t_full", Some("t_full"), 512 * MB, 512 * MB);
+    t.resume();
+    t.finish();
+    let l = a.listed();
+    let (events, dropped) = (
+        l["events"].as_u64().unwrap(),
+        l["events_dropped"].as_u64().unwrap(),
+    );
+    eprintln!("undrained: {events} produced, {dropped} dropped");
+    // 8 MiB holds 80,659 events of 104 bytes (plus an 8-byte header each).
+    assert!(dropped > 0 && events > dropped, "{l}");
+    assert!(events - dropped <= (8 << 20) / 112, "{l}");
+
+    // A plain tracer refuses: tracing is on. --take-over starts from a
+    // quiet, emptied ring.
+    let refused = loader(&["trace", "--algo", "t_full", "--duration", "1"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    let out = loader(&[
+        "trace",
+        "--algo",
+        "t_full",
+        "--duration",
+        "1",
+        "--take-over",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        0,
+        "stale events were written"
+    );
+    assert!(
+        stderr(&out).contains("0 events seen, 0 dropped (ring full), 0 produced"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(a.listed()["events"].as_u64().unwrap(), events);
+}

@@ -99,6 +99,7 @@ impl Drop for Attached {
 pub struct Pair {
     pub client: Netns,
     pub server: Netns,
+    pub client_if: String,
     pub server_if: String,
     _prefix: Prefix,
 }
@@ -120,8 +121,27 @@ impl Pair {
         Pair {
             client,
             server,
+            client_if: veth.a,
             server_if: veth.b,
             _prefix: p,
+        }
+    }
+}
+
+impl Pair {
+    /// A segment per packet and an ACK per two segments: many ACKs.
+    pub fn offloads_off(&self) {
+        for (ns, dev) in [
+            (&self.client, &self.client_if),
+            (&self.server, &self.server_if),
+        ] {
+            let st = std::process::Command::new("ip")
+                .args(["netns", "exec", ns.name(), "ethtool", "-K", dev])
+                .args(["tso", "off", "gso", "off", "gro", "off"])
+                .stdout(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            assert!(st.success(), "ethtool -K {dev}");
         }
     }
 }
