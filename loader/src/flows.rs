@@ -183,41 +183,57 @@ fn decode(ns: &str, r: &flow_record, ours: &[String]) -> Flow {
 /// Walks the TCP sockets of every namespace. With `all`, sockets of every
 /// congestion control; otherwise only those of attached algorithms.
 pub fn collect(all: bool) -> Result<Vec<Flow>> {
-    preflight::require_root("loader flows")?;
-    preflight::require_btf()?;
-    let ours: Vec<String> = attached_names()
-        .into_iter()
-        .flat_map(|(a, b)| [a, b])
-        .collect();
+    Collector::new()?.collect(all)
+}
 
-    let mut storage = MaybeUninit::uninit();
-    let skel = FlowsSkelBuilder::default()
-        .open(&mut storage)
-        .context("opening the flows iterator")?
-        .load()
-        .context("loading the flows iterator (needs BPF iterators, Linux 5.9+)")?;
-    let link = Arc::new(
-        skel.progs
+/// The socket iterator, loaded once for repeated walks (`loader top`).
+pub struct Collector {
+    link: Arc<Link>,
+}
+
+impl Collector {
+    pub fn new() -> Result<Collector> {
+        preflight::require_root("loader flows")?;
+        preflight::require_btf()?;
+        let mut storage = MaybeUninit::uninit();
+        let skel = FlowsSkelBuilder::default()
+            .open(&mut storage)
+            .context("opening the flows iterator")?
+            .load()
+            .context("loading the flows iterator (needs BPF iterators, Linux 5.9+)")?;
+        // The link keeps the program loaded once the skeleton is gone.
+        let link = skel
+            .progs
             .dump_tcp
             .attach()
-            .context("attaching the TCP iterator")?,
-    );
+            .context("attaching the TCP iterator")?;
+        Ok(Collector {
+            link: Arc::new(link),
+        })
+    }
 
-    let mut flows = Vec::new();
-    for ns in namespaces() {
-        let link = Arc::clone(&link);
-        // A namespace can vanish between listing and entering it.
-        let Ok(records) = netns::run_in(&ns.path, move || read_records(&link)) else {
-            continue;
-        };
-        for r in records.with_context(|| format!("iterating sockets in {}", ns.label))? {
-            let flow = decode(&ns.label, &r, &ours);
-            if all || flow.ours {
-                flows.push(flow);
+    /// One walk over every namespace.
+    pub fn collect(&self, all: bool) -> Result<Vec<Flow>> {
+        let ours: Vec<String> = attached_names()
+            .into_iter()
+            .flat_map(|(a, b)| [a, b])
+            .collect();
+        let mut flows = Vec::new();
+        for ns in namespaces() {
+            let link = Arc::clone(&self.link);
+            // A namespace can vanish between listing and entering it.
+            let Ok(records) = netns::run_in(&ns.path, move || read_records(&link)) else {
+                continue;
+            };
+            for r in records.with_context(|| format!("iterating sockets in {}", ns.label))? {
+                let flow = decode(&ns.label, &r, &ours);
+                if all || flow.ours {
+                    flows.push(flow);
+                }
             }
         }
+        Ok(flows)
     }
-    Ok(flows)
 }
 
 fn read_records(link: &Link) -> Result<Vec<flow_record>> {

@@ -2,7 +2,7 @@
 //! algorithm, and of the lab switches that are running.
 //!
 //! A background thread polls every interval: the BPF socket iterator in every
-//! network namespace ([`crate::flows::collect`]), the attached algorithms and
+//! network namespace ([`crate::flows::Collector`], loaded once), the attached algorithms and
 //! the lab switch pins ([`switch::read_all`]). The main thread only draws and
 //! reads keys, so a slow poll never freezes the screen. [`app`] holds the
 //! state, [`ui`] draws it.
@@ -41,9 +41,9 @@ pub struct Options {
 }
 
 /// One poll of everything the dashboard shows.
-pub fn poll() -> Sample {
+pub fn poll(collector: &flows::Collector) -> Sample {
     Sample {
-        flows: flows::collect(false).map_err(|e| format!("{e:#}")),
+        flows: collector.collect(false).map_err(|e| format!("{e:#}")),
         algorithms: instance::attached_names()
             .into_iter()
             .map(|(name, _)| name)
@@ -62,7 +62,8 @@ pub fn run(opts: &Options) -> Result<()> {
     }
     // The first poll runs before the terminal is taken over, so that what
     // stops it (no BTF, no BPF iterators) is printed as any other error.
-    let first = poll();
+    let collector = flows::Collector::new()?;
+    let first = poll(&collector);
     if let Err(e) = &first.flows {
         bail!("{e}");
     }
@@ -70,7 +71,7 @@ pub fn run(opts: &Options) -> Result<()> {
     let mut app = App::new(opts.interval.as_millis() as u64);
     app.ingest(0.0, first);
 
-    let poller = Poller::start(opts.interval, started);
+    let poller = Poller::start(collector, opts.interval, started);
     catch_signals();
     let mut screen = Screen::enter()?;
     let result = event_loop(&mut screen.terminal, &mut app, &poller, started);
@@ -124,7 +125,7 @@ struct Poller {
 }
 
 impl Poller {
-    fn start(interval: Duration, started: Instant) -> Poller {
+    fn start(collector: flows::Collector, interval: Duration, started: Instant) -> Poller {
         let (tx, samples) = mpsc::channel();
         let (stop, stopped) = mpsc::channel::<()>();
         std::thread::spawn(move || {
@@ -134,7 +135,7 @@ impl Poller {
                     Err(RecvTimeoutError::Timeout) => {}
                     _ => return,
                 }
-                let sample = poll();
+                let sample = poll(&collector);
                 if tx.send((Instant::now(), sample)).is_err() {
                     return;
                 }
