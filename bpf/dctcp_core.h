@@ -267,8 +267,10 @@ static __always_inline void dctcp_core_guard(struct sock *sk, struct dctcp_stats
 	 * in_flight there (it sends ssthresh / prior_cwnd per packet delivered,
 	 * and prior_cwnd is small), holding the queue up for hundreds of RTTs;
 	 * send nothing until in_flight is back at ssthresh, as a reduction from
-	 * a real window would have. Effective from min_tso_segs, right before
-	 * tcp_write_xmit tests cwnd. */
+	 * a real window would have. Before a transmission (min_tso_segs) this
+	 * stops the next burst; on ACKs it covers the paths where PRR leaves
+	 * cwnd alone (checked in min_tso_segs only, 2 of 7 struck runs still
+	 * dropped packets). */
 	if (reducing && tp->prior_cwnd && tp->prior_cwnd < DCTCP_CWND_SANE) {
 		u32 in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
 		/* Back-to-back reductions legitimately leave up to about twice

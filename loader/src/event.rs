@@ -115,12 +115,6 @@ impl Decoder {
     }
 }
 
-impl From<&dctcp_event> for Event {
-    fn from(e: &dctcp_event) -> Self {
-        Event::with_ends(e, local_end(&e.flow).into(), remote_end(&e.flow).into())
-    }
-}
-
 impl Event {
     fn with_ends(e: &dctcp_event, local: Arc<str>, remote: Arc<str>) -> Self {
         let window = u32::from(e.type_) == EV_WINDOW;
@@ -289,13 +283,12 @@ mod tests {
             ssthresh: TCP_INFINITE_SSTHRESH,
             ..Default::default()
         };
-        let ev = Event::from(&e);
+        let ev = Decoder::default().decode(&e);
         assert_eq!(ev.event, "window");
         assert_eq!(ev.fraction_marked, Some(0.25));
         assert_eq!(ev.alpha, 0.5);
         assert_eq!(ev.ssthresh, None);
         assert_eq!(&*ev.local, "198.18.0.1:40000");
-        assert_eq!(Decoder::default().decode(&e), ev);
         let row = ev.csv_row();
         assert_eq!(
             row.split(',').count(),

@@ -5,6 +5,8 @@
 //! ever wakes an epoll reader: a thread consumes the ring every `period`
 //! instead and hands over what it found in batches.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -31,12 +33,13 @@ impl<T: Copy + Default + Send + 'static> RingDrainer<T> {
         let (tx, batches) = mpsc::channel();
         let stopping = stop.clone();
         let thread = std::thread::spawn(move || -> Result<()> {
-            let batch = Arc::new(std::sync::Mutex::new(Vec::<T>::new()));
+            // The callback runs on this thread, inside consume(): no lock.
+            let batch = Rc::new(RefCell::new(Vec::<T>::new()));
             let sink = batch.clone();
             let mut builder = RingBufferBuilder::new();
             builder.add(&ring, move |data: &[u8]| {
                 if let Some(r) = from_bytes::<T>(data) {
-                    sink.lock().unwrap().push(r);
+                    sink.borrow_mut().push(r);
                 }
                 0
             })?;
@@ -46,7 +49,7 @@ impl<T: Copy + Default + Send + 'static> RingDrainer<T> {
                 // gets everything produced up to it.
                 let last = stopping.load(Ordering::Acquire);
                 rb.consume()?;
-                let got = std::mem::take(&mut *batch.lock().unwrap());
+                let got = batch.take();
                 if !got.is_empty() && tx.send(got).is_err() {
                     return Ok(());
                 }

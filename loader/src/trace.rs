@@ -58,7 +58,6 @@ pub struct Counts {
 /// A running trace of one attached algorithm. Dropping it switches tracing
 /// off again.
 pub struct Session {
-    name: String,
     dir: InstanceDir,
     trace: MapHandle,
     drainer: Option<RingDrainer<dctcp_event>>,
@@ -118,17 +117,12 @@ impl Session {
         let start: dctcp_stats = read_value(&dir.stats())?;
         write_config(&trace, &detail.config())?;
         Ok(Session {
-            name: name.to_string(),
             dir,
             trace,
             drainer: Some(drainer),
             start,
             seen: 0,
         })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
     }
 
     /// Events drained since the last call, waiting up to `timeout` for some.

@@ -97,10 +97,9 @@ fn outcome(dir: &Path, run: &str) -> Value {
         .unwrap()
 }
 
-/// `lab queue --quick` at 100 Mbit/s with `variants`; returns its results.
-fn quick_queue(tag: &str, variants: &str) -> std::path::PathBuf {
-    let out = tmpdir(tag);
-    let o = lab(&[
+/// `lab queue --quick` at 100 Mbit/s with `variants` into `out`.
+fn run_quick_queue(out: &Path, variants: &str) -> Output {
+    lab(&[
         "queue",
         "--quick",
         "--rates",
@@ -109,7 +108,13 @@ fn quick_queue(tag: &str, variants: &str) -> std::path::PathBuf {
         variants,
         "--out",
         out.to_str().unwrap(),
-    ]);
+    ])
+}
+
+/// The same, expected to succeed; returns its results.
+fn quick_queue(tag: &str, variants: &str) -> std::path::PathBuf {
+    let out = tmpdir(tag);
+    let o = run_quick_queue(&out, variants);
     assert!(o.status.success(), "lab queue failed: {}", stderr(&o));
     out
 }
@@ -319,16 +324,7 @@ fn a_backend_this_kernel_lacks_says_what_works_instead() {
         return;
     }
     let out = tmpdir("nored");
-    let o = lab(&[
-        "queue",
-        "--quick",
-        "--rates",
-        "100M",
-        "--variants",
-        "bpf_dctcp:red",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = run_quick_queue(&out, "bpf_dctcp:red");
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
     assert!(
