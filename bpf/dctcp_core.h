@@ -5,8 +5,9 @@
  * reaction, cwnd undo and the non-ECN fallback. Follows net/ipv4/tcp_dctcp.c;
  * names match it so the two can be read side by side.
  *
- * Each including object defines `params` and `stats`; `fallback_name` is
- * defined here and the tracing maps (`trace`, `events`) in trace.h.
+ * The including object (through dctcp_ops.h) defines `params` and `stats`;
+ * `fallback_name` is defined here and the tracing maps (`trace`, `events`) in
+ * trace.h.
  */
 #ifndef DCTCP_BPF_CORE_H
 #define DCTCP_BPF_CORE_H
@@ -61,8 +62,12 @@ static __always_inline bool dctcp_core_init(struct sock *sk, const struct dctcp_
 	    sk->__sk_common.skc_state == TCP_LISTEN ||
 	    sk->__sk_common.skc_state == TCP_CLOSE) {
 		ca->prior_rcv_nxt = tp->rcv_nxt;
-		ca->alpha = min(p->alpha_on_init, DCTCP_MAX_ALPHA);
+		ca->alpha = min(p->alpha_on_init, DCTCP_MAX_ALPHA) << (DCTCP_ALPHA_SHIFT - 10);
 		ca->loss_cwnd = 0;
+		ca->reduction = 0;
+		ca->ack_delivered = tp->delivered;
+		ca->cwnd_cnt = 0;
+		ca->grown = 0;
 		ca->ce_state = 0;
 		ca->flags = DCTCP_FLAG_LIVE;
 		ca->acks = 0;
@@ -87,45 +92,72 @@ static __always_inline bool dctcp_core_init(struct sock *sk, const struct dctcp_
 }
 
 /*
- * Once per window of data (snd_una crossing next_seq):
- *   alpha = (1 - g) alpha + g F,  F = delivered_ce / delivered over the window.
- * alpha has 10 fractional bits; g = 2^-shift_g. Counting delivered packets
+ * alpha = (1 - g) alpha + g F, F = delivered_ce / delivered over a window:
+ * once per window of data (snd_una crossing next_seq), or on every ACK that
+ * delivers something when per_ack (seed 002). Counting delivered packets
  * (SACKed ones too) rather than acked bytes is what the kernel does since 4.20.
+ *
+ * The arithmetic is done at `bits` of resolution (10 as in tcp_dctcp.c, or 20)
+ * with g in 1/2^16. For g = 2^-shift_g at 10 bits every step equals the
+ * kernel's: (a g) >> 16 is a >> shift_g, and the floor of
+ * ce 2^10 g / (d 2^16) is that of (ce << (10 - shift_g)) / d.
  */
-static __always_inline void dctcp_core_update_alpha(struct sock *sk, u32 shift_g,
+static __always_inline void dctcp_core_update_alpha(struct sock *sk, u32 g, u32 bits, bool per_ack,
 						    struct dctcp_stats *stats)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 	struct dctcp_state *ca = dctcp_ca(sk);
-	u32 delivered_ce, delivered, alpha;
+	u32 delivered_ce, delivered, shift = DCTCP_ALPHA_SHIFT - bits;
+	u64 alpha, decay;
 
-	if (before(tp->snd_una, ca->next_seq))
+	if (!per_ack && before(tp->snd_una, ca->next_seq))
 		return;
-
-	shift_g = min(shift_g, DCTCP_MAX_SHIFT_G);
 	delivered_ce = tp->delivered_ce - ca->old_delivered_ce;
 	delivered = tp->delivered - ca->old_delivered;
-	alpha = ca->alpha;
+	if (per_ack && !delivered)
+		return;
 
-	/* (1 - g) alpha, and decay all the way to 0 once alpha >> shift_g is 0
-	 * (the kernel's min_not_zero), or alpha would stick at 2^shift_g - 1. */
-	{
-		u32 decay = alpha >> shift_g;
-
-		alpha -= decay ? decay : alpha;
-	}
+	g = min(g, DCTCP_ONE);
+	alpha = ca->alpha >> shift;
+	/* (1 - g) alpha, and decay all the way to 0 once alpha g rounds to 0
+	 * (the kernel's min_not_zero), or alpha would stick above 0 forever. */
+	decay = (alpha * g) >> 16;
+	alpha -= decay ? decay : alpha;
 	if (delivered_ce) {
-		/* g F in 10-bit fixed point: delivered_ce * 2^10 * 2^-shift_g / delivered.
-		 * u32 holds it: delivered_ce < 2^22 per window even at shift_g 0. */
-		u32 g_f = (delivered_ce << (DCTCP_MAX_SHIFT_G - shift_g)) / max(1U, delivered);
+		/* g F at `bits`: delivered_ce < 2^22 per window, so u64 holds it. */
+		u64 g_f = (((u64)delivered_ce * g) << bits) / ((u64)max(1U, delivered) << 16);
 
-		alpha = min(alpha + g_f, DCTCP_MAX_ALPHA);
+		alpha = min(alpha + g_f, 1ULL << bits);
 	}
-	ca->alpha = alpha;
+	ca->alpha = (u32)alpha << shift;
 	dctcp_reset(tp, ca);
 	__sync_fetch_and_add(&stats->alpha_updates, 1);
 	if (dctcp_tracing(DCTCP_TRACE_WINDOW | DCTCP_TRACE_ACK))
 		dctcp_emit(sk, DCTCP_EV_WINDOW, 0, delivered, delivered_ce, stats);
+}
+
+/*
+ * cwnd (1 - n alpha), at least 2 segments; n in 1/2^16, alpha in 1/2^20.
+ * DCTCP's cwnd (1 - alpha / 2) is n = 1/2: cwnd - (cwnd alpha10 >> 11),
+ * exactly as tcp_dctcp.c rounds it. cwnd < 2^24, so the product fits u64.
+ */
+static __always_inline u32 dctcp_reduced(u32 cwnd, u32 alpha, u32 n)
+{
+	u64 cut = ((u64)cwnd * alpha * min(n, DCTCP_ONE)) >> (DCTCP_ALPHA_SHIFT + 16);
+
+	return max(cwnd - (u32)cut, 2U);
+}
+
+/* .ssthresh on a congestion signal: cut by n, remembering cwnd for undo. */
+static __always_inline u32 dctcp_core_ssthresh(struct sock *sk, u32 n)
+{
+	struct dctcp_state *ca = dctcp_ca(sk);
+	u32 cwnd = tcp_sk(sk)->snd_cwnd;
+
+	ca->loss_cwnd = cwnd;
+	ca->reduction = n;
+	ca->grown = 0;
+	return dctcp_reduced(cwnd, ca->alpha, n);
 }
 
 /* RFC 8257 3.5: on loss, halve as Reno does, remembering cwnd for undo. */
@@ -232,16 +264,25 @@ static __always_inline u32 dctcp_core_sane_prior_cwnd(struct sock *sk)
  * inside CWR and becomes cwnd when CWR ends: a burst of hundreds of packets.
  *
  * A reduction never raises ssthresh above prior_cwnd (the cwnd when the
- * reduction began), so a larger one is recomputed by the including algorithm's
- * dctcp_expected_ssthresh(), only when a repair is due: the checks run on
- * every ACK and every transmission. The guard
+ * reduction began) plus what growth in CWR added (kdctcp), so a larger one is
+ * recomputed by dctcp_expected_ssthresh(). The guard
  * runs in set_state (right after the kernel stored ssthresh on CWR, Recovery
  * and Loss entry), at CA_EVENT_COMPLETE_CWR (right after the kernel set cwnd
  * = ssthresh, before anything is sent), on every ACK and before every
  * transmission. Each repair is counted in the instance's stats.
  */
-/* Defined by each algorithm: what its reduction under way should have set. */
-static __always_inline u32 dctcp_expected_ssthresh(struct sock *sk);
+/* What the reduction under way should have set: half on loss, cwnd
+ * (1 - n alpha) with the flow's last n on marks, plus CWR growth (kdctcp). */
+static __always_inline u32 dctcp_expected_ssthresh(struct sock *sk)
+{
+	u8 state = inet_csk(sk)->icsk_ca_state;
+	u32 base = dctcp_core_sane_prior_cwnd(sk);
+	struct dctcp_state *ca = dctcp_ca(sk);
+
+	if (state == TCP_CA_Recovery || state == TCP_CA_Loss)
+		return max(base >> 1U, 2U);
+	return dctcp_reduced(base, ca->alpha, ca->reduction) + ca->grown;
+}
 
 static __always_inline void dctcp_core_guard(struct sock *sk, struct dctcp_stats *stats)
 {
@@ -253,7 +294,8 @@ static __always_inline void dctcp_core_guard(struct sock *sk, struct dctcp_stats
 	/* TCP_INFINITE_SSTHRESH (never reduced, or an undo back to that) is
 	 * the one large value that is real. */
 	if (ssthresh != TCP_INFINITE_SSTHRESH &&
-	    ((reducing && tp->prior_cwnd && ssthresh > tp->prior_cwnd) || ssthresh >= DCTCP_CWND_SANE)) {
+	    ((reducing && tp->prior_cwnd && ssthresh > tp->prior_cwnd + dctcp_ca(sk)->grown) ||
+	     ssthresh >= DCTCP_CWND_SANE)) {
 		tp->snd_ssthresh = ssthresh = dctcp_expected_ssthresh(sk);
 		__sync_fetch_and_add(&stats->ssthresh_repairs, 1);
 	}
@@ -304,47 +346,6 @@ static __always_inline void dctcp_fallback_release(struct sock *sk, struct dctcp
 		ca->flags &= ~DCTCP_FLAG_LIVE;
 		__sync_fetch_and_sub(&stats->fallback_sockets, 1);
 	}
-}
-
-/*
- * The Reno fallback of an algorithm: Reno with a flag in the per-flow state,
- * so `loader flows` can tell a fallen-back flow from a kernel reno one, and a
- * live count for `loader list`. Registered without TCP_CONG_NEEDS_ECN.
- */
-#define DCTCP_DEFINE_RENO_FALLBACK(prefix)                                          \
-SEC("struct_ops")                                                                   \
-void BPF_PROG(prefix##_reno_init, struct sock *sk)                                  \
-{                                                                                   \
-	dctcp_fallback_init(sk, &stats);                                            \
-}                                                                                   \
-SEC("struct_ops")                                                                   \
-void BPF_PROG(prefix##_reno_release, struct sock *sk)                               \
-{                                                                                   \
-	dctcp_fallback_release(sk, &stats);                                         \
-}                                                                                   \
-SEC("struct_ops")                                                                   \
-u32 BPF_PROG(prefix##_reno_ssthresh, struct sock *sk)                               \
-{                                                                                   \
-	return tcp_reno_ssthresh(sk);                                               \
-}                                                                                   \
-SEC("struct_ops")                                                                   \
-void BPF_PROG(prefix##_reno_cong_avoid, struct sock *sk, u32 ack, u32 acked)        \
-{                                                                                   \
-	tcp_reno_cong_avoid(sk, ack, acked);                                        \
-}                                                                                   \
-SEC("struct_ops")                                                                   \
-u32 BPF_PROG(prefix##_reno_undo_cwnd, struct sock *sk)                              \
-{                                                                                   \
-	return tcp_reno_undo_cwnd(sk);                                              \
-}                                                                                   \
-SEC(".struct_ops.link")                                                             \
-struct tcp_congestion_ops prefix##_reno = {                                         \
-	.init = (void *)prefix##_reno_init,                                         \
-	.release = (void *)prefix##_reno_release,                                   \
-	.ssthresh = (void *)prefix##_reno_ssthresh,                                 \
-	.cong_avoid = (void *)prefix##_reno_cong_avoid,                             \
-	.undo_cwnd = (void *)prefix##_reno_undo_cwnd,                               \
-	.name = "bpf_" #prefix "_reno",                                             \
 }
 
 #endif /* DCTCP_BPF_CORE_H */

@@ -15,21 +15,50 @@ typedef __u32 u32;
 typedef __u64 u64;
 #endif
 
-/* alpha is a fraction in units of 1/DCTCP_MAX_ALPHA, as in tcp_dctcp.c. */
+/* User-facing alpha (alpha_on_init) is in 1/1024, as in tcp_dctcp.c. */
 #define DCTCP_MAX_ALPHA 1024U
+/* Inside the programs and in every event, alpha is in 1/2^20: the finest
+ * resolution any variant uses (seed 002). Algorithms at the kernel's 10 bits
+ * keep the low 10 bits zero and compute exactly as tcp_dctcp.c does. */
+#define DCTCP_ALPHA_SHIFT 20U
+#define DCTCP_ALPHA_ONE (1U << DCTCP_ALPHA_SHIFT)
+/* Fractional tunables (g, ns, nl) are in 1/DCTCP_ONE. */
+#define DCTCP_ONE 65536U
 /* Largest shift_g: past 10, g * F rounds to 0 for any F in 10-bit alpha. */
 #define DCTCP_MAX_SHIFT_G 10U
 /* The kernel's TCP_CA_NAME_MAX. */
 #define DCTCP_NAME_MAX 16
 
+/* Defaults. DCTCP: g = 1/16. xDCTCP: seed 003's best setting (g = 0.09,
+ * ns = 0.3, nl = 1.0); flows are short until 1 MB (README, xDCTCP). Seed 002's
+ * per-ACK alpha: g = 1/2^8. */
+#define DCTCP_DEFAULT_G (DCTCP_ONE >> 4)
+#define XDCTCP_DEFAULT_G 5898U   /* 0.09 */
+#define XDCTCP_DEFAULT_NS 19661U /* 0.3 */
+#define XDCTCP_DEFAULT_NL DCTCP_ONE
+#define XDCTCP_DEFAULT_SHORT_BYTES (1ULL << 20)
+#define KDCTCP_DEFAULT_G_ACK (DCTCP_ONE >> 8)
+
+/* Seed 002's modifications (Kuehlewind et al.), each its own switch in
+ * dctcp_params.features of bpf_kdctcp. */
+#define DCTCP_F_PER_ACK_ALPHA (1U << 0) /* alpha on every ACK, gain g_ack */
+#define DCTCP_F_PROGRESSIVE   (1U << 1) /* reduce further on each ECE in CWR, from cwnd at its start */
+#define DCTCP_F_CWR_GROWTH    (1U << 2) /* keep growing during CWR; keep snd_cwnd_cnt if nothing was cut */
+#define DCTCP_F_FINE_ALPHA    (1U << 3) /* alpha in 1/2^20 instead of 1/2^10 */
+
 /*
- * Tunables of a loaded DCTCP instance. Lives in its own data section
- * (".data.params"), pinned as "params", so `loader set` can rewrite it while
- * sockets use the algorithm.
+ * Tunables of a loaded instance, one layout for every algorithm (each uses
+ * its own subset). Lives in its own data section (".data.params"), pinned as
+ * "params", so `loader set` can rewrite it while sockets use the algorithm.
  */
 struct dctcp_params {
-	u32 shift_g;       /* g = 1 / 2^shift_g, 0..10 (kernel default 4) */
+	u32 g;             /* alpha's EWMA gain per window, 1/DCTCP_ONE (DCTCP: 2^16 >> shift_g) */
 	u32 alpha_on_init; /* alpha of a new flow, 0..1024 (1024 = 1.0) */
+	u32 ns;            /* xDCTCP: short flows cut to cwnd (1 - ns alpha), 1/DCTCP_ONE */
+	u32 nl;            /* xDCTCP: long flows cut to cwnd (1 - nl alpha) */
+	u64 short_bytes;   /* xDCTCP: a flow is short until it has sent this many bytes */
+	u32 g_ack;         /* kdctcp with DCTCP_F_PER_ACK_ALPHA: gain per ACK, 1/DCTCP_ONE */
+	u32 features;      /* kdctcp: DCTCP_F_* */
 };
 
 /* Counters of a loaded instance, section ".data.stats", pinned as "stats". */
@@ -44,6 +73,8 @@ struct dctcp_stats {
 	u64 ssthresh_repairs; /* impossible ssthresh seen and recomputed, see dctcp_core_guard */
 	u64 cwnd_repairs;     /* impossible cwnd seen and reset */
 	u64 inflight_holds;   /* sending held: in flight far above the reduction's start, see dctcp_core_guard */
+	u64 progressive_cuts; /* kdctcp: ssthresh lowered again inside CWR on an ECE */
+	u64 cwr_growth;       /* kdctcp: ssthresh raised by one segment inside CWR */
 	u64 events;           /* trace events the programs tried to emit */
 	u64 events_dropped;   /* of those, lost because the ring was full */
 };
@@ -91,14 +122,17 @@ struct dctcp_event {
 	u8 _pad;
 	u32 cwnd;
 	u32 ssthresh;
-	u32 alpha;        /* 0..1024, after this window's update */
+	u32 alpha;        /* 1/2^20 (DCTCP_ALPHA_ONE = 1.0), after this window's update */
 	u32 srtt_us;
 	u32 mss;
 	u32 delivered;    /* tp->delivered, packets */
 	u32 delivered_ce; /* tp->delivered_ce: delivered with ECE */
 	u32 win_delivered;    /* DCTCP_EV_WINDOW: packets in the window just ended */
 	u32 win_delivered_ce; /* ... of them ECE-echoed: F = win_delivered_ce / win_delivered */
+	u32 reduction;    /* n of the flow's last reduction, cwnd (1 - n alpha), 1/DCTCP_ONE; 0: none yet */
+	u32 _pad2;
 	u64 bytes_acked;
+	u64 bytes_sent;   /* tp->bytes_sent: what xDCTCP classifies flows by */
 };
 
 /* dctcp_state.flags */
@@ -113,12 +147,16 @@ struct dctcp_state {
 	u32 old_delivered;    /* tp->delivered at the start of this window */
 	u32 old_delivered_ce; /* tp->delivered_ce at the start of this window */
 	u32 prior_rcv_nxt;    /* receiver: rcv_nxt when ce_state last changed */
-	u32 alpha;            /* EWMA of the marked fraction, 0..1024 */
+	u32 alpha;            /* EWMA of the marked fraction, 1/2^20 */
 	u32 next_seq;         /* snd_nxt that ends the current window */
 	u32 ce_state;         /* receiver: was the last segment CE-marked */
 	u32 loss_cwnd;        /* cwnd before the last reduction, for undo */
 	u32 flags;            /* DCTCP_FLAG_* */
 	u32 acks;             /* ACKs seen, for DCTCP_TRACE_ACK sampling */
+	u32 reduction;        /* n of the last reduction, 1/DCTCP_ONE (0: none yet) */
+	u32 ack_delivered;    /* kdctcp: tp->delivered at the previous ACK */
+	u32 cwnd_cnt;         /* kdctcp: snd_cwnd_cnt after the last growth step */
+	u32 grown;            /* kdctcp: segments added to ssthresh in this CWR */
 };
 
 /* One socket as seen by the flows iterator (bpf/flows.bpf.c). */

@@ -56,7 +56,10 @@ static __always_inline void dctcp_emit(struct sock *sk, u8 type, u8 value, u32 w
 	e->delivered_ce = tp->delivered_ce;
 	e->win_delivered = win_delivered;
 	e->win_delivered_ce = win_delivered_ce;
+	e->reduction = ((struct dctcp_state *)inet_csk_ca(sk))->reduction;
+	e->_pad2 = 0;
 	e->bytes_acked = tp->bytes_acked;
+	e->bytes_sent = tp->bytes_sent;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 

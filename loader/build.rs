@@ -7,7 +7,12 @@ use std::path::PathBuf;
 use libbpf_cargo::SkeletonBuilder;
 
 /// BPF objects the loader embeds: (source in bpf/, skeleton module name).
-const OBJECTS: &[(&str, &str)] = &[("dctcp.bpf.c", "dctcp"), ("flows.bpf.c", "flows")];
+const OBJECTS: &[(&str, &str)] = &[
+    ("dctcp.bpf.c", "dctcp"),
+    ("xdctcp.bpf.c", "xdctcp"),
+    ("kdctcp.bpf.c", "kdctcp"),
+    ("flows.bpf.c", "flows"),
+];
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
@@ -33,7 +38,7 @@ fn main() {
     bindgen::Builder::default()
         .header(bpf.join("intf.h").to_string_lossy())
         .allowlist_type("dctcp_.*|flow_record|queue_now|marker_stats")
-        .allowlist_var("DCTCP_.*")
+        .allowlist_var("(X|K)?DCTCP_.*")
         .derive_default(true)
         .generate()
         .expect("bindgen over bpf/intf.h")

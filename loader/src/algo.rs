@@ -2,7 +2,12 @@
 
 use clap::ValueEnum;
 
-use crate::intf::{dctcp_params, DCTCP_MAX_ALPHA, DCTCP_MAX_SHIFT_G, DCTCP_NAME_MAX};
+use crate::intf::{
+    dctcp_params, DCTCP_DEFAULT_G, DCTCP_F_CWR_GROWTH, DCTCP_F_FINE_ALPHA, DCTCP_F_PER_ACK_ALPHA,
+    DCTCP_F_PROGRESSIVE, DCTCP_MAX_ALPHA, DCTCP_MAX_SHIFT_G, DCTCP_NAME_MAX, DCTCP_ONE,
+    KDCTCP_DEFAULT_G_ACK, XDCTCP_DEFAULT_G, XDCTCP_DEFAULT_NL, XDCTCP_DEFAULT_NS,
+    XDCTCP_DEFAULT_SHORT_BYTES,
+};
 
 /// Suffix of the Reno fallback registered beside each algorithm.
 pub const FALLBACK_SUFFIX: &str = "_reno";
@@ -11,48 +16,172 @@ pub const FALLBACK_SUFFIX: &str = "_reno";
 /// (TCP_CA_NAME_MAX - 1) and the fallback needs room for its suffix.
 pub const NAME_MAX: usize = DCTCP_NAME_MAX as usize - 1 - FALLBACK_SUFFIX.len();
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
 pub enum Algo {
     /// DCTCP as in net/ipv4/tcp_dctcp.c (Alizadeh et al. 2010, RFC 8257).
     Dctcp,
+    /// xDCTCP (seed 003): short flows cut cwnd by ns alpha, long ones by nl alpha.
+    Xdctcp,
+    /// DCTCP with seed 002's modifications (Kuehlewind et al.), each a switch.
+    Kdctcp,
+}
+
+/// How a tunable is written and stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A non-negative integer, stored as is.
+    Int,
+    /// A decimal fraction, stored in 1/DCTCP_ONE (1/65536).
+    Frac,
+    /// 0 or 1.
+    Flag,
 }
 
 /// One tunable: where it lives in the parameter block and what it may hold.
+/// `min` and `max` are in stored units (for `Frac`, 1/65536).
 pub struct ParamSpec {
     pub name: &'static str,
-    pub min: u32,
-    pub max: u32,
+    pub kind: Kind,
+    pub min: u64,
+    pub max: u64,
     pub help: &'static str,
-    pub get: fn(&dctcp_params) -> u32,
-    pub set: fn(&mut dctcp_params, u32),
+    pub get: fn(&dctcp_params) -> u64,
+    pub set: fn(&mut dctcp_params, u64),
 }
+
+const ALPHA_ON_INIT: ParamSpec = ParamSpec {
+    name: "alpha_on_init",
+    kind: Kind::Int,
+    min: 0,
+    max: DCTCP_MAX_ALPHA as u64,
+    help: "alpha of a new flow in 1/1024 (default 1024 = 1.0: cautious first reduction)",
+    get: |p| p.alpha_on_init.into(),
+    set: |p, v| p.alpha_on_init = v as u32,
+};
+
+/// A fraction in [min, 1] (in 1/65536) stored in a u32 field.
+macro_rules! fraction {
+    ($name:literal, $field:ident, $min:expr, $help:literal) => {
+        ParamSpec {
+            name: $name,
+            kind: Kind::Frac,
+            min: $min,
+            max: DCTCP_ONE as u64,
+            help: $help,
+            get: |p| p.$field.into(),
+            set: |p, v| p.$field = v as u32,
+        }
+    };
+}
+
+/// g as a fraction in (0, 1] (xDCTCP and kdctcp: not only powers of two).
+const G: ParamSpec = fraction!(
+    "g",
+    g,
+    1,
+    "EWMA gain of alpha per window, alpha = (1 - g) alpha + g F"
+);
 
 const DCTCP_PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "shift_g",
+        kind: Kind::Int,
         min: 0,
-        max: DCTCP_MAX_SHIFT_G,
+        max: DCTCP_MAX_SHIFT_G as u64,
         help: "EWMA gain of alpha, g = 1/2^shift_g (kernel default 4, g = 1/16)",
-        get: |p| p.shift_g,
-        set: |p, v| p.shift_g = v,
+        // g is stored as a fraction; dctcp only ever writes powers of two.
+        get: |p| u64::from(DCTCP_ONE.trailing_zeros() - p.g.max(1).trailing_zeros()),
+        set: |p, v| p.g = DCTCP_ONE >> v,
     },
+    ALPHA_ON_INIT,
+];
+
+const XDCTCP_PARAMS: &[ParamSpec] = &[
+    G,
+    fraction!(
+        "ns",
+        ns,
+        0,
+        "short flows cut cwnd to cwnd (1 - ns alpha) (seed 003 best: 0.3)"
+    ),
+    fraction!(
+        "nl",
+        nl,
+        0,
+        "long flows cut cwnd to cwnd (1 - nl alpha) (seed 003 best: 1.0)"
+    ),
     ParamSpec {
-        name: "alpha_on_init",
+        name: "short_bytes",
+        kind: Kind::Int,
         min: 0,
-        max: DCTCP_MAX_ALPHA,
-        help: "alpha of a new flow in 1/1024 (default 1024 = 1.0: cautious first reduction)",
-        get: |p| p.alpha_on_init,
-        set: |p, v| p.alpha_on_init = v,
+        max: u64::MAX,
+        help: "a flow is short until it has sent this many bytes (default 1048576)",
+        get: |p| p.short_bytes,
+        set: |p, v| p.short_bytes = v,
     },
+    ALPHA_ON_INIT,
+];
+
+macro_rules! feature {
+    ($name:literal, $bit:expr, $help:literal) => {
+        ParamSpec {
+            name: $name,
+            kind: Kind::Flag,
+            min: 0,
+            max: 1,
+            help: $help,
+            get: |p| u64::from(p.features & $bit != 0),
+            set: |p, v| {
+                if v != 0 {
+                    p.features |= $bit
+                } else {
+                    p.features &= !$bit
+                }
+            },
+        }
+    };
+}
+
+const KDCTCP_PARAMS: &[ParamSpec] = &[
+    G,
+    fraction!(
+        "g_ack",
+        g_ack,
+        1,
+        "gain of alpha per ACK when per_ack_alpha=1 (seed 002: 1/256)"
+    ),
+    feature!(
+        "per_ack_alpha",
+        DCTCP_F_PER_ACK_ALPHA,
+        "1: update alpha on every ACK with gain g_ack instead of once per window"
+    ),
+    feature!(
+        "progressive",
+        DCTCP_F_PROGRESSIVE,
+        "1: on each ECE during CWR, recompute the cut from the cwnd CWR began with"
+    ),
+    feature!(
+        "cwr_growth",
+        DCTCP_F_CWR_GROWTH,
+        "1: keep growing the window during CWR (and keep the growth count if nothing was cut)"
+    ),
+    feature!(
+        "fine_alpha",
+        DCTCP_F_FINE_ALPHA,
+        "1: alpha resolution 1/2^20 instead of 1/2^10"
+    ),
+    ALPHA_ON_INIT,
 ];
 
 impl Algo {
-    pub const ALL: &'static [Algo] = &[Algo::Dctcp];
+    pub const ALL: &'static [Algo] = &[Algo::Dctcp, Algo::Xdctcp, Algo::Kdctcp];
 
     /// What `--algo` calls it.
     pub fn key(self) -> &'static str {
         match self {
             Algo::Dctcp => "dctcp",
+            Algo::Xdctcp => "xdctcp",
+            Algo::Kdctcp => "kdctcp",
         }
     }
 
@@ -60,15 +189,15 @@ impl Algo {
     pub fn default_name(self) -> &'static str {
         match self {
             Algo::Dctcp => "bpf_dctcp",
+            Algo::Xdctcp => "bpf_xdctcp",
+            Algo::Kdctcp => "bpf_kdctcp",
         }
     }
 
-    /// Name of the struct_ops map in the BPF object: how a pinned link tells
-    /// which algorithm it carries.
+    /// Name of the struct_ops map in the BPF object (DCTCP_ALGO in its
+    /// .bpf.c): how a pinned link tells which algorithm it carries.
     pub fn struct_ops_map(self) -> &'static str {
-        match self {
-            Algo::Dctcp => "dctcp",
-        }
+        self.key()
     }
 
     pub fn from_struct_ops_map(map: &str) -> Option<Algo> {
@@ -81,14 +210,30 @@ impl Algo {
     pub fn params(self) -> &'static [ParamSpec] {
         match self {
             Algo::Dctcp => DCTCP_PARAMS,
+            Algo::Xdctcp => XDCTCP_PARAMS,
+            Algo::Kdctcp => KDCTCP_PARAMS,
         }
     }
 
+    /// The same values as DCTCP_PARAMS in each .bpf.c (both from intf.h).
     pub fn default_params(self) -> dctcp_params {
+        let dctcp = dctcp_params {
+            g: DCTCP_DEFAULT_G,
+            alpha_on_init: DCTCP_MAX_ALPHA,
+            ..Default::default()
+        };
         match self {
-            Algo::Dctcp => dctcp_params {
-                shift_g: 4,
-                alpha_on_init: DCTCP_MAX_ALPHA,
+            Algo::Dctcp => dctcp,
+            Algo::Xdctcp => dctcp_params {
+                g: XDCTCP_DEFAULT_G,
+                ns: XDCTCP_DEFAULT_NS,
+                nl: XDCTCP_DEFAULT_NL,
+                short_bytes: XDCTCP_DEFAULT_SHORT_BYTES.into(),
+                ..dctcp
+            },
+            Algo::Kdctcp => dctcp_params {
+                g_ack: KDCTCP_DEFAULT_G_ACK,
+                ..dctcp
             },
         }
     }

@@ -13,7 +13,7 @@ use crate::intf::{
     dctcp_event, dctcp_event_type_DCTCP_EV_ACK as EV_ACK, dctcp_event_type_DCTCP_EV_END as EV_END,
     dctcp_event_type_DCTCP_EV_FALLBACK as EV_FALLBACK, dctcp_event_type_DCTCP_EV_START as EV_START,
     dctcp_event_type_DCTCP_EV_STATE as EV_STATE, dctcp_event_type_DCTCP_EV_WINDOW as EV_WINDOW,
-    dctcp_flow_key,
+    dctcp_flow_key, DCTCP_ONE,
 };
 
 const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
@@ -44,7 +44,11 @@ pub struct Event {
     pub delivered_ce: u32,
     pub win_delivered: u32,
     pub win_delivered_ce: u32,
+    /// n of the flow's last cut, cwnd (1 - n alpha): 0.5 for DCTCP, ns or
+    /// nl for xDCTCP; absent before the first.
+    pub reduction: Option<f64>,
     pub bytes_acked: u64,
+    pub bytes_sent: u64,
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -54,12 +58,12 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 impl Event {
     pub const CSV_HEADER: &'static str = "ts_ns,event,netns,local,remote,ca_state,new_state,\
         cwnd,ssthresh,alpha,fraction_marked,srtt_us,mss,delivered,delivered_ce,win_delivered,\
-        win_delivered_ce,bytes_acked";
+        win_delivered_ce,reduction,bytes_acked,bytes_sent";
 
     /// One CSV row in CSV_HEADER's order; empty cells for absent values.
     pub fn csv_row(&self) -> String {
         format!(
-            "{},{},{},{},{},{},{},{},{},{:.4},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{},{},{},{},{}",
             self.ts_ns,
             self.event,
             self.netns,
@@ -77,7 +81,9 @@ impl Event {
             self.delivered_ce,
             self.win_delivered,
             self.win_delivered_ce,
-            self.bytes_acked
+            opt(self.reduction.map(|n| format!("{n:.5}"))),
+            self.bytes_acked,
+            self.bytes_sent
         )
     }
 }
@@ -137,7 +143,9 @@ impl Event {
             delivered_ce: e.delivered_ce,
             win_delivered: e.win_delivered,
             win_delivered_ce: e.win_delivered_ce,
+            reduction: (e.reduction > 0).then(|| f64::from(e.reduction) / f64::from(DCTCP_ONE)),
             bytes_acked: e.bytes_acked,
+            bytes_sent: e.bytes_sent,
         }
     }
 }
@@ -277,7 +285,7 @@ mod tests {
         let e = dctcp_event {
             type_: EV_WINDOW as u8,
             flow: key(40000, 5201),
-            alpha: 512,
+            alpha: 1 << 19,
             win_delivered: 40,
             win_delivered_ce: 10,
             ssthresh: TCP_INFINITE_SSTHRESH,

@@ -18,7 +18,7 @@ use libbpf_rs::{Iter, Link};
 use serde::Serialize;
 
 use crate::instance::{attached_names, c_str};
-use crate::intf::{self, dctcp_flow_key, flow_record, DCTCP_FLAG_FALLBACK, DCTCP_MAX_ALPHA};
+use crate::intf::{self, dctcp_flow_key, flow_record, DCTCP_ALPHA_ONE, DCTCP_FLAG_FALLBACK};
 use crate::netns;
 use crate::preflight;
 use crate::skel::flows::FlowsSkelBuilder;
@@ -86,7 +86,7 @@ pub struct Flow {
     pub ssthresh: Option<u32>,
     pub srtt_us: u32,
     pub mss: u32,
-    /// DCTCP's alpha in 1/1024 (null for other algorithms and the fallback).
+    /// alpha in 1/2^20 (null for other algorithms and the fallback).
     pub alpha: Option<u32>,
     pub ce_state: Option<u32>,
     /// Bytes acknowledged with ECE / in total in the current window, as the
@@ -249,5 +249,5 @@ fn read_records(link: &Link) -> Result<Vec<flow_record>> {
 
 /// alpha as a fraction, three decimals.
 pub fn alpha_fraction(alpha: u32) -> f64 {
-    f64::from(alpha) / f64::from(DCTCP_MAX_ALPHA)
+    f64::from(alpha) / f64::from(DCTCP_ALPHA_ONE)
 }

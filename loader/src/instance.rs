@@ -15,6 +15,8 @@ use crate::intf::{self, dctcp_params, dctcp_stats};
 use crate::params::{self, Assignment};
 use crate::preflight;
 use crate::skel::dctcp::DctcpSkelBuilder;
+use crate::skel::kdctcp::KdctcpSkelBuilder;
+use crate::skel::xdctcp::XdctcpSkelBuilder;
 
 /// How the registration is held in bpffs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -108,9 +110,7 @@ pub fn attach(req: &AttachRequest) -> Result<InstanceDir> {
         armed: true,
     };
 
-    match req.algo {
-        Algo::Dctcp => load_dctcp(&staging, &req.name, &fallback, &p, use_link)?,
-    }
+    load(req.algo, &staging, &req.name, &fallback, &p, use_link)?;
     std::fs::rename(&staging.path, &dir.path)
         .with_context(|| format!("moving {} into place", staging.path.display()))?;
     guard.armed = false;
@@ -130,71 +130,121 @@ fn create_instance_dir(dir: &InstanceDir) -> Result<()> {
     }
 }
 
-fn load_dctcp(
+/// Opens, configures, loads and registers one algorithm's skeleton and pins
+/// what an instance consists of. A macro because each BPF object has its own
+/// skeleton type, whose struct_ops maps are fields named after DCTCP_ALGO.
+macro_rules! load_algorithm {
+    ($builder:ty, $ops:ident, $ops_mut:ident, $reno:ident, $reno_mut:ident,
+     $dir:expr, $name:expr, $fallback:expr, $params:expr, $use_link:expr) => {{
+        let (dir, name, fallback, use_link): (&InstanceDir, &str, &str, bool) =
+            ($dir, $name, $fallback, $use_link);
+        let mut storage = MaybeUninit::uninit();
+        let mut open = <$builder>::default()
+            .open(&mut storage)
+            .context("opening the BPF object")?;
+
+        set_c_name(&mut open.struct_ops.$ops_mut().name, name);
+        set_c_name(&mut open.struct_ops.$reno_mut().name, fallback);
+        let rodata = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .context("rodata not mapped")?;
+        set_c_name(&mut rodata.fallback_name, fallback);
+        open.maps
+            .data_params
+            .set_initial_value(&intf::to_bytes($params))?;
+        if !use_link {
+            for map in [&mut open.maps.$ops, &mut open.maps.$reno] {
+                clear_link_flag(map)?;
+            }
+        }
+
+        let mut skel = open.load().context(
+            "loading the BPF programs (the verifier log above says why; a kernel without \
+             struct_ops for tcp_congestion_ops or without the tcp_reno_* kfuncs cannot run them)",
+        )?;
+
+        // The fallback first: the main algorithm may hand sockets to it at once.
+        let mut fb_link = skel
+            .maps
+            .$reno
+            .attach_struct_ops()
+            .context("registering the Reno fallback")?;
+        hold(
+            &mut fb_link,
+            &mut skel.maps.$reno,
+            &dir.fallback_link(),
+            &dir.fallback_ops(),
+            use_link,
+        )?;
+        let mut link = skel
+            .maps
+            .$ops
+            .attach_struct_ops()
+            .with_context(|| format!("registering `{name}`"))?;
+        hold(
+            &mut link,
+            &mut skel.maps.$ops,
+            &dir.link(),
+            &dir.ops(),
+            use_link,
+        )?;
+
+        skel.maps.data_params.pin(dir.params())?;
+        skel.maps.data_stats.pin(dir.stats())?;
+        skel.maps.data_trace.pin(dir.trace())?;
+        skel.maps.events.pin(dir.events())?;
+        Ok::<(), anyhow::Error>(())
+    }};
+}
+
+fn load(
+    algo: Algo,
     dir: &InstanceDir,
     name: &str,
     fallback: &str,
     p: &dctcp_params,
     use_link: bool,
 ) -> Result<()> {
-    let mut storage = MaybeUninit::uninit();
-    let mut open = DctcpSkelBuilder::default()
-        .open(&mut storage)
-        .context("opening the BPF object")?;
-
-    set_c_name(&mut open.struct_ops.dctcp_mut().name, name);
-    set_c_name(&mut open.struct_ops.dctcp_reno_mut().name, fallback);
-    let rodata = open
-        .maps
-        .rodata_data
-        .as_deref_mut()
-        .context("rodata not mapped")?;
-    set_c_name(&mut rodata.fallback_name, fallback);
-    open.maps
-        .data_params
-        .set_initial_value(&intf::to_bytes(p))?;
-    if !use_link {
-        for map in [&mut open.maps.dctcp, &mut open.maps.dctcp_reno] {
-            clear_link_flag(map)?;
-        }
+    match algo {
+        Algo::Dctcp => load_algorithm!(
+            DctcpSkelBuilder,
+            dctcp,
+            dctcp_mut,
+            dctcp_reno,
+            dctcp_reno_mut,
+            dir,
+            name,
+            fallback,
+            p,
+            use_link
+        ),
+        Algo::Xdctcp => load_algorithm!(
+            XdctcpSkelBuilder,
+            xdctcp,
+            xdctcp_mut,
+            xdctcp_reno,
+            xdctcp_reno_mut,
+            dir,
+            name,
+            fallback,
+            p,
+            use_link
+        ),
+        Algo::Kdctcp => load_algorithm!(
+            KdctcpSkelBuilder,
+            kdctcp,
+            kdctcp_mut,
+            kdctcp_reno,
+            kdctcp_reno_mut,
+            dir,
+            name,
+            fallback,
+            p,
+            use_link
+        ),
     }
-
-    let mut skel = open.load().context(
-        "loading the BPF programs (the verifier log above says why; a kernel without \
-         struct_ops for tcp_congestion_ops or without the tcp_reno_* kfuncs cannot run them)",
-    )?;
-
-    // The fallback first: the main algorithm may hand sockets to it at once.
-    let mut fb_link = skel
-        .maps
-        .dctcp_reno
-        .attach_struct_ops()
-        .context("registering the Reno fallback")?;
-    hold(
-        &mut fb_link,
-        &mut skel.maps.dctcp_reno,
-        &dir.fallback_link(),
-        &dir.fallback_ops(),
-        use_link,
-    )?;
-    let mut link = skel
-        .maps
-        .dctcp
-        .attach_struct_ops()
-        .with_context(|| format!("registering `{name}`"))?;
-    hold(
-        &mut link,
-        &mut skel.maps.dctcp,
-        &dir.link(),
-        &dir.ops(),
-        use_link,
-    )?;
-
-    skel.maps.data_params.pin(dir.params())?;
-    skel.maps.data_stats.pin(dir.stats())?;
-    skel.maps.data_trace.pin(dir.trace())?;
-    skel.maps.events.pin(dir.events())?;
-    Ok(())
 }
 
 fn clear_link_flag(map: &mut OpenMapMut<'_>) -> Result<()> {
@@ -312,6 +362,8 @@ pub struct Instance {
     pub ssthresh_repairs: u64,
     pub cwnd_repairs: u64,
     pub inflight_holds: u64,
+    pub progressive_cuts: u64,
+    pub cwr_growth: u64,
     pub events: u64,
     pub events_dropped: u64,
     pub pin: String,
@@ -386,7 +438,7 @@ pub fn describe(dir: &InstanceDir) -> Result<Instance> {
         params: algo
             .params()
             .iter()
-            .map(|spec| (spec.name.to_string(), (spec.get)(&p).into()))
+            .map(|spec| (spec.name.to_string(), spec.json(&p)))
             .collect(),
         sockets: s.sockets,
         inits: s.inits,
@@ -397,6 +449,8 @@ pub fn describe(dir: &InstanceDir) -> Result<Instance> {
         ssthresh_repairs: s.ssthresh_repairs,
         cwnd_repairs: s.cwnd_repairs,
         inflight_holds: s.inflight_holds,
+        progressive_cuts: s.progressive_cuts,
+        cwr_growth: s.cwr_growth,
         events: s.events,
         events_dropped: s.events_dropped,
         pin: dir.path.display().to_string(),

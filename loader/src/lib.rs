@@ -9,6 +9,7 @@ pub mod event;
 pub mod flows;
 pub mod instance;
 pub mod intf;
+pub mod model;
 pub mod netns;
 pub mod params;
 pub mod preflight;

@@ -3,15 +3,15 @@
 
 use anyhow::Result;
 
-use crate::algo::{Algo, NAME_MAX};
-use crate::intf::dctcp_params;
+use crate::algo::{Algo, Kind, ParamSpec, NAME_MAX};
+use crate::intf::{dctcp_params, DCTCP_ONE};
 use crate::usage_bail;
 
 /// A `key=value` pair as typed, not yet checked against an algorithm.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Assignment {
     pub key: String,
-    pub value: u32,
+    pub value: String,
 }
 
 impl std::str::FromStr for Assignment {
@@ -21,18 +21,87 @@ impl std::str::FromStr for Assignment {
         let (key, value) = s
             .split_once('=')
             .ok_or_else(|| format!("`{s}` is not of the form name=value (e.g. shift_g=4)"))?;
-        let key = key.trim();
+        let (key, value) = (key.trim(), value.trim());
         if key.is_empty() {
             return Err(format!("`{s}` has no parameter name before `=`"));
         }
-        let value = value
-            .trim()
-            .parse::<u32>()
-            .map_err(|_| format!("`{s}`: value must be a non-negative integer"))?;
+        if value.is_empty() {
+            return Err(format!("`{s}` has no value after `=`"));
+        }
         Ok(Assignment {
             key: key.to_string(),
-            value,
+            value: value.to_string(),
         })
+    }
+}
+
+/// A fraction as stored: the nearest multiple of 1/65536.
+fn parse_frac(v: &str) -> Option<u64> {
+    let x: f64 = v.parse().ok()?;
+    // Negative or huge: None, which parse() reports as out of range.
+    (x.is_finite() && (0.0..=1e6).contains(&x)).then(|| (x * f64::from(DCTCP_ONE)).round() as u64)
+}
+
+/// The shortest decimal that reads back as the same stored fraction.
+pub fn format_frac(raw: u64) -> String {
+    let x = raw as f64 / f64::from(DCTCP_ONE);
+    (0..=6)
+        .map(|digits| format!("{x:.digits$}"))
+        .find(|s| parse_frac(s) == Some(raw))
+        .unwrap_or_else(|| format!("{x}"))
+}
+
+impl ParamSpec {
+    /// The value as typed, in stored units, or why it is refused.
+    pub fn parse(&self, value: &str) -> Result<u64, String> {
+        let raw = match self.kind {
+            Kind::Int | Kind::Flag => value
+                .parse::<u64>()
+                .map_err(|_| "must be a non-negative integer".to_string())?,
+            Kind::Frac => match value.parse::<f64>() {
+                Ok(x) if x.is_finite() => parse_frac(value).unwrap_or(u64::MAX),
+                _ => return Err("must be a decimal number such as 0.25".to_string()),
+            },
+        };
+        if raw < self.min || raw > self.max {
+            return Err(format!(
+                "out of range: {} takes {}",
+                self.name,
+                self.range()
+            ));
+        }
+        Ok(raw)
+    }
+
+    /// The valid values, as a user writes them.
+    pub fn range(&self) -> String {
+        match self.kind {
+            Kind::Int if self.max == u64::MAX => format!("{}.. (integer)", self.min),
+            Kind::Int => format!("{}..={}", self.min, self.max),
+            Kind::Flag => "0 or 1".to_string(),
+            Kind::Frac if self.min == 0 => {
+                format!("[0, {}] in steps of 1/65536", format_frac(self.max))
+            }
+            Kind::Frac => format!("(0, {}] in steps of 1/65536", format_frac(self.max)),
+        }
+    }
+
+    /// The value as a user writes it.
+    pub fn display(&self, p: &dctcp_params) -> String {
+        let raw = (self.get)(p);
+        match self.kind {
+            Kind::Frac => format_frac(raw),
+            Kind::Int | Kind::Flag => raw.to_string(),
+        }
+    }
+
+    /// The value for `loader list --json`: fractions as numbers.
+    pub fn json(&self, p: &dctcp_params) -> serde_json::Value {
+        let raw = (self.get)(p);
+        match self.kind {
+            Kind::Frac => serde_json::json!(format_frac(raw).parse::<f64>().unwrap_or(0.0)),
+            Kind::Int | Kind::Flag => raw.into(),
+        }
     }
 }
 
@@ -49,18 +118,10 @@ pub fn apply(algo: Algo, params: &mut dctcp_params, assignments: &[Assignment]) 
                 known.join(", ")
             );
         };
-        if a.value < spec.min || a.value > spec.max {
-            usage_bail!(
-                "{}={} is out of range: {} takes {}..={} ({})",
-                a.key,
-                a.value,
-                a.key,
-                spec.min,
-                spec.max,
-                spec.help
-            );
+        match spec.parse(&a.value) {
+            Ok(raw) => (spec.set)(params, raw),
+            Err(why) => usage_bail!("{}={}: {} ({})", a.key, a.value, why, spec.help),
         }
-        (spec.set)(params, a.value);
     }
     Ok(())
 }
@@ -69,7 +130,7 @@ pub fn apply(algo: Algo, params: &mut dctcp_params, assignments: &[Assignment]) 
 pub fn describe(algo: Algo, params: &dctcp_params) -> String {
     algo.params()
         .iter()
-        .map(|p| format!("{}={}", p.name, (p.get)(params)))
+        .map(|p| format!("{}={}", p.name, p.display(params)))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -103,23 +164,21 @@ mod tests {
     #[test]
     fn parses_assignments() {
         assert_eq!(
-            parse("shift_g=5"),
-            Assignment {
-                key: "shift_g".into(),
-                value: 5
-            }
-        );
-        assert_eq!(
             parse(" alpha_on_init = 12 "),
             Assignment {
                 key: "alpha_on_init".into(),
-                value: 12
+                value: "12".into()
             }
         );
         assert!("shift_g".parse::<Assignment>().is_err());
         assert!("=4".parse::<Assignment>().is_err());
-        assert!("shift_g=-1".parse::<Assignment>().is_err());
-        assert!("shift_g=1.5".parse::<Assignment>().is_err());
+        assert!("shift_g=".parse::<Assignment>().is_err());
+    }
+
+    fn refused(algo: Algo, p: &mut dctcp_params, a: &str) -> String {
+        let err = apply(algo, p, &[parse(a)]).unwrap_err();
+        assert!(err.downcast_ref::<crate::error::UsageError>().is_some());
+        err.to_string()
     }
 
     #[test]
@@ -132,17 +191,90 @@ mod tests {
             &[parse("shift_g=10"), parse("alpha_on_init=0")],
         )
         .unwrap();
-        assert_eq!((p.shift_g, p.alpha_on_init), (10, 0));
+        assert_eq!((p.g, p.alpha_on_init), (64, 0));
+        assert_eq!(describe(algo, &p), "shift_g=10 alpha_on_init=0");
 
-        let err = apply(algo, &mut p, &[parse("shift_g=11")]).unwrap_err();
-        assert!(err.to_string().contains("0..=10"), "{err}");
-        let err = apply(algo, &mut p, &[parse("alpha_on_init=1025")]).unwrap_err();
-        assert!(err.to_string().contains("0..=1024"), "{err}");
-        let err = apply(algo, &mut p, &[parse("gain=3")]).unwrap_err();
-        assert!(err.to_string().contains("shift_g, alpha_on_init"), "{err}");
-        assert!(err.downcast_ref::<crate::error::UsageError>().is_some());
+        assert!(refused(algo, &mut p, "shift_g=11").contains("0..=10"));
+        assert!(refused(algo, &mut p, "shift_g=-1").contains("non-negative integer"));
+        assert!(refused(algo, &mut p, "shift_g=1.5").contains("non-negative integer"));
+        assert!(refused(algo, &mut p, "alpha_on_init=1025").contains("0..=1024"));
+        assert!(refused(algo, &mut p, "gain=3").contains("shift_g, alpha_on_init"));
         // A refused list leaves what came before it applied, nothing after.
-        assert_eq!((p.shift_g, p.alpha_on_init), (10, 0));
+        assert_eq!((p.g, p.alpha_on_init), (64, 0));
+    }
+
+    #[test]
+    fn fractions_are_decimal_and_bounded() {
+        let algo = Algo::Xdctcp;
+        let mut p = algo.default_params();
+        assert_eq!(
+            describe(algo, &p),
+            "g=0.09 ns=0.3 nl=1 short_bytes=1048576 alpha_on_init=1024"
+        );
+        apply(
+            algo,
+            &mut p,
+            &[
+                parse("g=1"),
+                parse("ns=0"),
+                parse("nl=0.5"),
+                parse("short_bytes=0"),
+            ],
+        )
+        .unwrap();
+        assert_eq!((p.g, p.ns, p.nl, p.short_bytes), (65536, 0, 32768, 0));
+        // g in (0, 1]; ns and nl in [0, 1]; the threshold a byte count.
+        for bad in [
+            "g=0",
+            "g=1.01",
+            "g=-0.5",
+            "g=0.000001",
+            "ns=1.5",
+            "nl=-0.1",
+            "ns=x",
+        ] {
+            let err = refused(algo, &mut p, bad);
+            assert!(err.contains(bad), "{err}");
+        }
+        assert!(refused(algo, &mut p, "g=0").contains("(0, 1]"));
+        assert!(refused(algo, &mut p, "nl=2").contains("[0, 1]"));
+        assert!(refused(algo, &mut p, "short_bytes=-1").contains("non-negative integer"));
+        assert!(refused(algo, &mut p, "short_bytes=1e5").contains("non-negative integer"));
+        assert_eq!((p.g, p.ns, p.nl, p.short_bytes), (65536, 0, 32768, 0));
+    }
+
+    #[test]
+    fn switches_are_bits() {
+        let algo = Algo::Kdctcp;
+        let mut p = algo.default_params();
+        assert_eq!(p.features, 0);
+        apply(
+            algo,
+            &mut p,
+            &[parse("progressive=1"), parse("fine_alpha=1")],
+        )
+        .unwrap();
+        assert_eq!(
+            p.features,
+            crate::intf::DCTCP_F_PROGRESSIVE | crate::intf::DCTCP_F_FINE_ALPHA
+        );
+        apply(algo, &mut p, &[parse("progressive=0")]).unwrap();
+        assert_eq!(p.features, crate::intf::DCTCP_F_FINE_ALPHA);
+        assert!(refused(algo, &mut p, "per_ack_alpha=2").contains("0 or 1"));
+        assert!(describe(algo, &p).starts_with("g=0.0625 g_ack=0.0039 per_ack_alpha=0"));
+    }
+
+    #[test]
+    fn fractions_read_back_as_typed() {
+        for (typed, raw) in [
+            ("0.09", 5898),
+            ("0.3", 19661),
+            ("0.0625", 4096),
+            ("1", 65536),
+        ] {
+            assert_eq!(parse_frac(typed), Some(raw));
+            assert_eq!(format_frac(raw), typed);
+        }
     }
 
     #[test]

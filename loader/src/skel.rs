@@ -11,6 +11,14 @@ pub mod dctcp {
     include!(concat!(env!("OUT_DIR"), "/dctcp.skel.rs"));
 }
 
+pub mod xdctcp {
+    include!(concat!(env!("OUT_DIR"), "/xdctcp.skel.rs"));
+}
+
+pub mod kdctcp {
+    include!(concat!(env!("OUT_DIR"), "/kdctcp.skel.rs"));
+}
+
 pub mod flows {
     include!(concat!(env!("OUT_DIR"), "/flows.skel.rs"));
 }

@@ -11,6 +11,7 @@ pub mod plot;
 pub mod prefix;
 pub mod results;
 pub mod scenario;
+pub mod shortflows;
 pub mod stats;
 pub mod tcpinfo;
 pub mod topology;

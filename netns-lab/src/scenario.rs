@@ -13,6 +13,7 @@ use tc_qdisc::qdisc_stats::{self, QdiscCounters};
 use tc_qdisc::{Bottleneck, BpfSwitch, RxFlow};
 
 use crate::cctrace::{CcTrace, Recorder, TraceCheck};
+use crate::shortflows::{FctSummary, ShortFlow, ShortFlowSpec, ShortFlows};
 use crate::stats::{summarize, Summary};
 use crate::topology::{Star, StarSpec};
 use crate::traffic::{run_bulk, FlowResult, FlowSpec};
@@ -30,6 +31,8 @@ pub struct Scenario {
     pub interval: Duration,
     /// A BPF algorithm of the flows to record live (cwnd, alpha, states).
     pub trace_algorithm: Option<String>,
+    /// Short flows arriving at random beside the long ones.
+    pub short_flows: Option<ShortFlowSpec>,
 }
 
 /// Whether the probe and the qdisc tell the same story.
@@ -72,6 +75,8 @@ pub struct Outcome {
     pub guard_repairs: (u64, u64, u64),
     /// The recorded stream beside the receiver's counts (traced runs only).
     pub trace_check: Option<TraceCheck>,
+    /// Completion times of the short flows, if the scenario had them.
+    pub short_fct: Option<FctSummary>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -109,6 +114,8 @@ pub struct RunData {
     pub samples: Vec<queue_sample>,
     /// The recorded stream of `trace_algorithm`, whole run.
     pub cc_trace: Option<CcTrace>,
+    /// Every short flow of the run.
+    pub short: Vec<ShortFlow>,
 }
 
 /// Runs the scenario on a fresh star and tears it down.
@@ -118,7 +125,16 @@ pub fn run(
     mut progress: impl FnMut(Duration),
 ) -> Result<RunData> {
     scn.bottleneck.validate()?;
-    let senders = scn.flows.iter().map(|f| f.sender + 1).max().unwrap_or(1);
+    let senders = scn
+        .flows
+        .iter()
+        .map(|f| f.sender + 1)
+        .chain(scn.short_flows.iter().map(|s| s.sender + 1))
+        .max()
+        .unwrap_or(1);
+    if let Some(s) = &scn.short_flows {
+        s.validate()?;
+    }
     let star = Star::build(&StarSpec {
         senders,
         delay: scn.delay,
@@ -149,6 +165,11 @@ pub fn run(
         .as_deref()
         .map(|a| Recorder::start(a, scn.bottleneck.rate_bps))
         .transpose()?;
+    let short = scn
+        .short_flows
+        .as_ref()
+        .map(|s| ShortFlows::start(&star, s, scn.duration, stop))
+        .transpose()?;
     let flows = run_bulk(&star, &scn.flows, scn.duration, scn.interval, stop, |t| {
         if at_warmup.is_none() && t >= scn.warmup {
             at_warmup = Some((
@@ -161,6 +182,7 @@ pub fn run(
         Ok(())
     })?;
     let end_ns = monotonic_ns();
+    let short = short.map(ShortFlows::finish).transpose()?;
     let cc_trace = recorder.map(Recorder::finish).transpose()?;
     let end_q = qdisc_stats::read(&ns, &dev)?;
     let end_m = switch.stats()?;
@@ -219,6 +241,7 @@ pub fn run(
         },
         guard_repairs: (0, 0, 0),
         trace_check: None,
+        short_fct: short.as_deref().map(FctSummary::of),
     };
     let mut outcome = outcome;
     outcome.trace_check = cc_trace
@@ -228,5 +251,6 @@ pub fn run(
         outcome,
         samples,
         cc_trace,
+        short: short.unwrap_or_default(),
     })
 }

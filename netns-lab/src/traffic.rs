@@ -51,8 +51,25 @@ fn listener(cc: &str, port: u16) -> Result<Socket> {
     l.set_reuse_address(true)?;
     loader::sockopt::set_congestion(l.as_fd(), cc)?;
     l.bind(&SocketAddr::from((RECEIVER_ADDR, port)).into())?;
-    l.listen(16)?;
+    l.listen(1024)?;
     Ok(l)
+}
+
+/// A listener for `cc` flows on `port` whose accept() gives up after
+/// `accept_timeout`; `ready` hears how it went, so the caller can wait for
+/// it before anyone connects.
+pub(crate) fn listen_announced(
+    cc: &str,
+    port: u16,
+    accept_timeout: Duration,
+    ready: &mpsc::Sender<Result<(), String>>,
+) -> Result<Socket> {
+    let l = listener(cc, port).and_then(|l| {
+        l.set_read_timeout(Some(accept_timeout))?;
+        Ok(l)
+    });
+    let _ = ready.send(l.as_ref().map(|_| ()).map_err(|e| e.to_string()));
+    l
 }
 
 fn send_until(cc: &str, port: u16, deadline: Instant, stop: &AtomicBool) -> Result<SenderEnd> {
@@ -98,20 +115,7 @@ pub fn run_bulk(
         // A sender that never connects must not leave accept() waiting forever.
         let accept_timeout = duration + Duration::from_secs(15);
         receivers.push(star.receiver.ns.spawn(move || -> Result<()> {
-            let l = listener(&cc, port).and_then(|l| {
-                l.set_read_timeout(Some(accept_timeout))?;
-                Ok(l)
-            });
-            let l = match l {
-                Ok(l) => {
-                    let _ = ready_tx.send(Ok(()));
-                    l
-                }
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e.to_string()));
-                    return Err(e);
-                }
-            };
+            let l = listen_announced(&cc, port, accept_timeout, &ready_tx)?;
             let (mut s, _) = l.accept()?;
             let mut buf = vec![0u8; 256 << 10];
             loop {

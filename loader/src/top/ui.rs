@@ -400,7 +400,7 @@ mod tests {
                 .map(|i| {
                     let mut f = flow(1000 + i, 40000 + i as u16);
                     f.cwnd = 100 + i as u32;
-                    f.alpha = Some(i as u32);
+                    f.alpha = Some((i as u32) << 10);
                     f.bytes_acked = round * 1_250_000 * (i + 1);
                     f.delivered = (round * 1000) as u32;
                     f.delivered_ce = (round * 100) as u32;

@@ -177,6 +177,7 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
                     .filter(|_| cfg.trace)
                     .filter(|b| b.name == cc_name(v))
                     .map(|b| b.name.clone()),
+                short_flows: None,
             };
             let bar = ProgressBar::new(cfg.duration.as_millis() as u64);
             bar.set_style(
