@@ -109,6 +109,11 @@ void DCTCP_BPF_PROG(DCTCP_PROG(in_ack_event), struct sock *sk, u32 flags)
 {
 	u32 bits = dctcp_feature(DCTCP_F_FINE_ALPHA) ? DCTCP_ALPHA_SHIFT : 10;
 
+	/* The SYN-ACK reaches an active opener's in_ack_event before .init has
+	 * run: nothing here is set up yet, and a window "ended" on zeroed state
+	 * would be traced as alpha 0. */
+	if (!(dctcp_ca(sk)->flags & DCTCP_FLAG_LIVE))
+		return;
 	dctcp_core_guard(sk, &stats);
 	dctcp_trace_ack(sk, &dctcp_ca(sk)->acks, &stats);
 	if (dctcp_feature(DCTCP_F_PER_ACK_ALPHA))
