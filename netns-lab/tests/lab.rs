@@ -9,22 +9,9 @@ use std::time::{Duration, Instant};
 use netns_lab::topology::{Star, StarSpec};
 use serde_json::Value;
 
-/// One test at a time within this binary: experiments measure queues and must
-/// not compete for the CPUs (the two-labs test competes on purpose), and the
-/// leftover checks count namespaces.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+mod common;
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn require_root() {
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "lab tests create namespaces and load BPF: run them as root (just test)"
-    );
-}
+use common::{require_root, serial};
 
 fn lab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lab"))

@@ -19,19 +19,9 @@ use tc_qdisc::{Backend, Bottleneck};
 
 const TCP_CA_CWR: u8 = 2;
 
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+mod common;
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn require_root() {
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "these tests load BPF and build namespaces: run them as root (just test)"
-    );
-}
+use common::{require_root, serial};
 
 fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
