@@ -35,6 +35,16 @@ lab-queue *ARGS: _root
     cargo build --release --workspace
     target/release/lab queue {{ARGS}}
 
+# xDCTCP against DCTCP with short flows, and a (g, ns, nl) sweep (seed 003): `just lab-xdctcp --quick`, `lab xdctcp --help`
+lab-xdctcp *ARGS: _root
+    cargo build --release --workspace
+    target/release/lab xdctcp {{ARGS}}
+
+# DCTCP against each seed 002 modification, side by side: `just lab-variants --quick`, `lab variants --help`
+lab-variants *ARGS: _root
+    cargo build --release --workspace
+    target/release/lab variants {{ARGS}}
+
 # Benchmarks, ratios measured side by side in one run (tracing: off / per window / per ACK)
 bench: _root
     cargo build --release --workspace

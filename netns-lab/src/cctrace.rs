@@ -99,7 +99,7 @@ fn second_half<'s, 'a>(windows: &'s [&'a dctcp_event]) -> &'s [&'a dctcp_event] 
 
 impl CcTrace {
     /// The sender side of `f`: its socket's own port is the flow's source.
-    fn sender_events<'a>(&'a self, f: &'a FlowResult) -> impl Iterator<Item = &'a dctcp_event> {
+    pub fn sender_events<'a>(&'a self, f: &'a FlowResult) -> impl Iterator<Item = &'a dctcp_event> {
         self.events
             .iter()
             .filter(move |e| e.flow.sport == f.sport && e.flow.dport == f.dport)

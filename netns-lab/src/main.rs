@@ -10,6 +10,9 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use netns_lab::experiments::queue::{self, QueueConfig};
+use netns_lab::experiments::variants::VariantsConfig;
+use netns_lab::experiments::xdctcp::{Grid, Setting, XdctcpConfig};
+use netns_lab::experiments::Experiment;
 use netns_lab::results::ResultsDir;
 use netns_lab::units::parse_rate;
 
@@ -31,6 +34,30 @@ Lab hosts use 198.18.0.0/15 and send traffic only inside the lab's namespaces.
 Every namespace, veth, pin and program a run creates is removed on success,
 error and Ctrl-C; `lab cleanup` removes what a killed run left. Needs root.";
 
+/// The switch and the long flows every experiment has.
+#[derive(Debug, clap::Args)]
+struct Star {
+    /// Marking threshold K, packets.
+    #[arg(long, default_value_t = 20)]
+    k: u32,
+    /// Bottleneck buffer, packets (deep enough for TCP's sawtooth).
+    #[arg(long, default_value_t = 425)]
+    buffer: u32,
+    /// Long-lived flows, one sender each.
+    #[arg(long, default_value_t = 2)]
+    flows: usize,
+}
+
+/// The star at one bottleneck rate.
+#[derive(Debug, clap::Args)]
+struct OneRate {
+    /// Bottleneck rate (100M, 1G, ...).
+    #[arg(long, value_parser = parse_rate, default_value = "100M")]
+    rate: u64,
+    #[command(flatten)]
+    star: Star,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Queue occupancy, DCTCP against TCP (paper Fig. 1).
@@ -45,15 +72,8 @@ enum Command {
         /// Bottleneck rates, comma-separated (100M, 1G, 250mbit, ...).
         #[arg(long, value_delimiter = ',', value_parser = parse_rate, default_value = "100M,1G")]
         rates: Vec<u64>,
-        /// Marking threshold K, packets.
-        #[arg(long, default_value_t = 20)]
-        k: u32,
-        /// Bottleneck buffer, packets (deep enough for TCP's sawtooth).
-        #[arg(long, default_value_t = 425)]
-        buffer: u32,
-        /// Long-lived flows, one sender each.
-        #[arg(long, default_value_t = 2)]
-        flows: usize,
+        #[command(flatten)]
+        star: Star,
         /// Seconds per run (default 20, or 4 with --quick).
         #[arg(long)]
         duration: Option<f64>,
@@ -73,6 +93,84 @@ enum Command {
         /// sawtooth.png): no tracing cost on the measured run.
         #[arg(long)]
         no_trace: bool,
+    },
+    /// xDCTCP against DCTCP with short flows beside long ones (seed 003).
+    ///
+    /// Long flows plus short flows (Poisson arrivals, sizes uniform between
+    /// two bounds) from one more sender, through the bpf-step switch. Each
+    /// round runs DCTCP and xDCTCP on the same seeded arrivals; then a sweep
+    /// over (g, ns, nl) plots short-flow delay against long-flow throughput.
+    /// Writes results/xdctcp/<timestamp>/ with summary.md beside seed 003's
+    /// claim (6.646 % lower short-flow delay at equal throughput).
+    Xdctcp {
+        /// Short runs for tests and a first look: 5 s, one round, 2-point sweep.
+        #[arg(long)]
+        quick: bool,
+        #[command(flatten)]
+        link: OneRate,
+        /// Mean short-flow arrivals per second.
+        #[arg(long, default_value_t = 40.0)]
+        short_rate: f64,
+        /// Smallest short flow, bytes.
+        #[arg(long, default_value_t = 10_000)]
+        short_min: u64,
+        /// Largest short flow, bytes.
+        #[arg(long, default_value_t = 100_000)]
+        short_max: u64,
+        /// xDCTCP's short/long threshold in bytes sent (its short_bytes).
+        #[arg(long, default_value_t = 1 << 20)]
+        short_bytes: u64,
+        /// xDCTCP's gain in the head-to-head runs.
+        #[arg(long, default_value_t = 0.09)]
+        g: f64,
+        /// xDCTCP's short-flow factor in the head-to-head runs.
+        #[arg(long, default_value_t = 0.3)]
+        ns: f64,
+        /// xDCTCP's long-flow factor in the head-to-head runs.
+        #[arg(long, default_value_t = 1.0)]
+        nl: f64,
+        /// Head-to-head rounds (default 3, 1 with --quick).
+        #[arg(long)]
+        rounds: Option<usize>,
+        /// Seconds per head-to-head run (default 20, 5 with --quick).
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Sweep: reduced (12 settings), full (seed 003's 390) or none.
+        #[arg(long, value_enum, default_value = "reduced")]
+        grid: Grid,
+        /// Seconds per sweep run (default 8, 4 with --quick).
+        #[arg(long)]
+        sweep_duration: Option<f64>,
+        /// Seed of the short flows' arrivals and sizes.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Results directory (default results/xdctcp/<timestamp>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// DCTCP against each modification of seed 002, side by side.
+    ///
+    /// Plain bpf_dctcp and bpf_kdctcp attached under their own names with
+    /// one switch on each (per-ACK alpha, progressive cut, growth in CWR,
+    /// alpha in 1/2^20) and with all four; each carries the same long flows
+    /// through the bpf-step switch, traced. Writes results/variants/<timestamp>/:
+    /// cwnd and alpha from the flows' start (seed 002's Fig. 1), the queue,
+    /// throughput, fairness and when cwnd settles after slow start.
+    Variants {
+        /// Short runs for tests and a first look: 4 s, one round.
+        #[arg(long)]
+        quick: bool,
+        #[command(flatten)]
+        link: OneRate,
+        /// Rounds over all contenders (default 2, 1 with --quick).
+        #[arg(long)]
+        rounds: Option<usize>,
+        /// Seconds per run (default 10, 4 with --quick).
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Results directory (default results/variants/<timestamp>).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// What this kernel offers the lab, and what to use where it falls short.
     Doctor {
@@ -95,14 +193,30 @@ fn require_root() -> Result<()> {
     loader::preflight::require_root("lab")
 }
 
+/// Checks the configuration (bad input is a usage error, before anything
+/// touches the kernel), then runs the experiment into
+/// results/<name>/<timestamp>/ (or `out`) and says where its summary is.
+fn experiment<E: Experiment>(
+    cfg: &E,
+    out: Option<&std::path::Path>,
+    stop: &Arc<AtomicBool>,
+) -> Result<()> {
+    cfg.validate()
+        .map_err(|e| anyhow::Error::new(loader::error::UsageError(format!("{e:#}"))))?;
+    require_root()?;
+    let dir = ResultsDir::create(&queue::default_root(), E::NAME, out)?;
+    cfg.run(&dir, stop)?;
+    println!("results: {}", dir.path.display());
+    println!("summary: {}", dir.file("summary.md").display());
+    Ok(())
+}
+
 fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
     match cli.command {
         Command::Queue {
             quick,
             rates,
-            k,
-            buffer,
-            flows,
+            star,
             duration,
             variants,
             delay_ms,
@@ -118,22 +232,89 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
             };
             let cfg = QueueConfig {
                 rates_bps: rates,
-                k,
-                buffer_pkts: buffer,
-                flows,
+                k: star.k,
+                buffer_pkts: star.buffer,
+                flows: star.flows,
                 duration,
                 warmup,
                 variants,
                 delay: delay_ms.map(|ms| Duration::from_secs_f64(ms / 1e3)),
                 trace: !no_trace,
             };
-            queue::validate(&cfg)
-                .map_err(|e| anyhow::Error::new(loader::error::UsageError(format!("{e:#}"))))?;
-            require_root()?;
-            let dir = ResultsDir::create(&queue::default_root(), "queue", out.as_deref())?;
-            queue::run(&cfg, &dir, &stop)?;
-            println!("results: {}", dir.path.display());
-            println!("summary: {}", dir.file("summary.md").display());
+            experiment(&cfg, out.as_deref(), &stop)?;
+        }
+        Command::Xdctcp {
+            quick,
+            link: OneRate { rate, star },
+            short_rate,
+            short_min,
+            short_max,
+            short_bytes,
+            g,
+            ns,
+            nl,
+            rounds,
+            duration,
+            grid,
+            sweep_duration,
+            seed,
+            out,
+        } => {
+            let secs = |v: Option<f64>, normal: f64, short: f64| {
+                Duration::from_secs_f64(v.unwrap_or(if quick { short } else { normal }))
+            };
+            let mut settings = grid.settings();
+            if quick && grid == Grid::Reduced {
+                // Two points: the seed's best and DCTCP's own factors.
+                settings = vec![
+                    Setting::SEED_BEST,
+                    Setting {
+                        g: 0.0625,
+                        ns: 0.5,
+                        nl: 0.5,
+                    },
+                ];
+            }
+            let cfg = XdctcpConfig {
+                rate_bps: rate,
+                k: star.k,
+                buffer_pkts: star.buffer,
+                long_flows: star.flows,
+                short_per_second: short_rate,
+                short_min_bytes: short_min,
+                short_max_bytes: short_max,
+                short_bytes,
+                duration: secs(duration, 20.0, 5.0),
+                warmup: Duration::from_secs(2),
+                rounds: rounds.unwrap_or(if quick { 1 } else { 3 }),
+                setting: Setting { g, ns, nl },
+                grid: settings,
+                sweep_duration: secs(sweep_duration, 8.0, 4.0),
+                seed,
+            };
+            experiment(&cfg, out.as_deref(), &stop)?;
+        }
+        Command::Variants {
+            quick,
+            link: OneRate { rate, star },
+            rounds,
+            duration,
+            out,
+        } => {
+            let cfg = VariantsConfig {
+                rate_bps: rate,
+                k: star.k,
+                buffer_pkts: star.buffer,
+                flows: star.flows,
+                duration: Duration::from_secs_f64(duration.unwrap_or(if quick {
+                    4.0
+                } else {
+                    10.0
+                })),
+                warmup: Duration::from_secs(if quick { 1 } else { 2 }),
+                rounds: rounds.unwrap_or(if quick { 1 } else { 2 }),
+            };
+            experiment(&cfg, out.as_deref(), &stop)?;
         }
         Command::Doctor { json } => {
             require_root()?;

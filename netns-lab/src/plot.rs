@@ -36,6 +36,40 @@ pub struct Chart<'a> {
     pub hlines: Vec<(f64, String)>,
     /// Fixed y range; otherwise 0 to the data's maximum.
     pub y_max: Option<f64>,
+    /// Each point a marker, not joined (a scatter of runs).
+    pub points: bool,
+}
+
+impl<'a> Chart<'a> {
+    /// Lines of `series`, y from 0 to the data's maximum.
+    pub fn new(title: &'a str, x_label: &'a str, y_label: &'a str, series: Vec<Series>) -> Self {
+        Chart {
+            title,
+            x_label,
+            y_label,
+            series,
+            hlines: vec![],
+            y_max: None,
+            points: false,
+        }
+    }
+
+    /// A horizontal reference line, e.g. K.
+    pub fn hline(mut self, y: f64, label: String) -> Self {
+        self.hlines.push((y, label));
+        self
+    }
+
+    pub fn y_max(mut self, y: f64) -> Self {
+        self.y_max = Some(y);
+        self
+    }
+
+    /// Markers instead of lines.
+    pub fn points(mut self) -> Self {
+        self.points = true;
+        self
+    }
 }
 
 fn bounds(c: &Chart<'_>) -> (f64, f64, f64) {
@@ -55,10 +89,20 @@ fn bounds(c: &Chart<'_>) -> (f64, f64, f64) {
     if x1 <= x0 {
         x1 = x0 + 1.0;
     }
+    if c.points {
+        // Markers on the frame's edge would be cut in half.
+        let pad = (x1 - x0) * 0.08;
+        (x0, x1) = (x0 - pad, x1 + pad);
+    }
     (
         x0,
         x1,
-        c.y_max.unwrap_or(if y1 > 0.0 { y1 * 1.08 } else { 1.0 }),
+        // Scatters leave the top third to the legend, which lines cross anyway.
+        c.y_max.unwrap_or(match (y1 > 0.0, c.points) {
+            (false, _) => 1.0,
+            (true, false) => y1 * 1.08,
+            (true, true) => y1 * 1.4,
+        }),
     )
 }
 
@@ -120,6 +164,13 @@ where
     ];
     for (i, s) in chart.series.iter().enumerate() {
         let color = palette[i % palette.len()];
+        if chart.points {
+            cc.draw_series(s.points.iter().map(|&p| Circle::new(p, 6, color.filled())))
+                .map_err(|e| anyhow!("{e}"))?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| Circle::new((x + 12, y), 6, color.filled()));
+            continue;
+        }
         cc.draw_series(LineSeries::new(
             s.points.iter().copied(),
             color.stroke_width(2),

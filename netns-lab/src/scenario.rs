@@ -35,6 +35,36 @@ pub struct Scenario {
     pub short_flows: Option<ShortFlowSpec>,
 }
 
+impl Scenario {
+    /// `flows` long flows of `cc`, one per sender, through `bottleneck`: no
+    /// extra delay, no trace, no short flows.
+    pub fn long_flows(
+        label: &str,
+        bottleneck: Bottleneck,
+        flows: usize,
+        cc: &str,
+        duration: Duration,
+        warmup: Duration,
+    ) -> Scenario {
+        Scenario {
+            label: label.to_string(),
+            bottleneck,
+            flows: (0..flows)
+                .map(|sender| FlowSpec {
+                    sender,
+                    cc: cc.to_string(),
+                })
+                .collect(),
+            duration,
+            warmup,
+            delay: None,
+            interval: Duration::from_millis(100),
+            trace_algorithm: None,
+            short_flows: None,
+        }
+    }
+}
+
 /// Whether the probe and the qdisc tell the same story.
 #[derive(Clone, Debug, Serialize)]
 pub struct ProbeCheck {

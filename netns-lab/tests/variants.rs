@@ -14,8 +14,6 @@ use loader::intf::{
 use loader::model;
 use netns_lab::cc::LabCc;
 use netns_lab::scenario::{self, RunData, Scenario};
-use netns_lab::traffic::FlowSpec;
-use tc_qdisc::{Backend, Bottleneck};
 
 const TCP_CA_CWR: u8 = 2;
 
@@ -41,24 +39,15 @@ fn assignments(list: &[&str]) -> Vec<loader::params::Assignment> {
 /// monotonic interval in which the set happened.
 fn traced_run(cc: &LabCc, secs: u64, set_at: Duration, set: &[&str]) -> (RunData, (u64, u64)) {
     let scn = Scenario {
-        label: cc.name.clone(),
-        bottleneck: Bottleneck {
-            rate_bps: 100_000_000,
-            buffer_pkts: 425,
-            backend: Backend::BpfStep { k: 20 },
-        },
-        flows: (0..2)
-            .map(|sender| FlowSpec {
-                sender,
-                cc: cc.name.clone(),
-            })
-            .collect(),
-        duration: Duration::from_secs(secs),
-        warmup: Duration::from_secs(1),
-        delay: None,
-        interval: Duration::from_millis(100),
         trace_algorithm: Some(cc.name.clone()),
-        short_flows: None,
+        ..Scenario::long_flows(
+            &cc.name,
+            tc_qdisc::Bottleneck::step(100_000_000, 425, 20),
+            2,
+            &cc.name,
+            Duration::from_secs(secs),
+            Duration::from_secs(1),
+        )
     };
     let stop = Arc::new(AtomicBool::new(false));
     let mut set_window = None;

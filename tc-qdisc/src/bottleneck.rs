@@ -22,6 +22,15 @@ pub struct Bottleneck {
 }
 
 impl Bottleneck {
+    /// DCTCP's switch: the BPF step marker at K packets.
+    pub fn step(rate_bps: u64, buffer_pkts: u32, k: u32) -> Bottleneck {
+        Bottleneck {
+            rate_bps,
+            buffer_pkts,
+            backend: Backend::BpfStep { k },
+        }
+    }
+
     pub fn validate(&self) -> Result<()> {
         anyhow::ensure!(
             (RATE_MIN..=RATE_MAX).contains(&self.rate_bps),

@@ -1,3 +1,92 @@
 //! The experiments of the seeds, each writing a results directory.
 
 pub mod queue;
+pub mod variants;
+pub mod xdctcp;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{bail, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use std::fmt::Write as _;
+
+use crate::cc::LabCc;
+use crate::results::ResultsDir;
+use crate::scenario::{self, RunData, Scenario};
+
+/// Runs `scn` behind a progress bar labelled `msg`, counting the guard
+/// repairs of `ours` (the BPF algorithm of the run, if any) into the
+/// outcome. Ctrl-C during the run is an error once the lab is torn down.
+pub fn run_scenario(
+    scn: &Scenario,
+    ours: Option<&LabCc>,
+    msg: String,
+    stop: &Arc<AtomicBool>,
+) -> Result<RunData> {
+    let bar = ProgressBar::new(scn.duration.as_millis() as u64);
+    bar.set_style(ProgressStyle::with_template("[{pos:>5}/{len:5} ms] {bar:30} {msg}").unwrap());
+    bar.set_message(msg);
+    let before = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
+    let mut run = scenario::run(scn, stop, |t| bar.set_position(t.as_millis() as u64))?;
+    let after = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
+    run.outcome.guard_repairs = (after.0 - before.0, after.1 - before.1, after.2 - before.2);
+    bar.finish_and_clear();
+    if stop.load(Ordering::Relaxed) {
+        bail!("interrupted");
+    }
+    Ok(run)
+}
+
+/// One experiment of `lab`: checked before anything touches the kernel, run
+/// into results/<NAME>/<timestamp>/.
+pub trait Experiment {
+    const NAME: &'static str;
+    fn validate(&self) -> Result<()>;
+    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()>;
+}
+
+impl Experiment for queue::QueueConfig {
+    const NAME: &'static str = "queue";
+    fn validate(&self) -> Result<()> {
+        queue::validate(self)
+    }
+    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
+        queue::run(self, out, stop).map(drop)
+    }
+}
+
+impl Experiment for xdctcp::XdctcpConfig {
+    const NAME: &'static str = "xdctcp";
+    fn validate(&self) -> Result<()> {
+        xdctcp::validate(self)
+    }
+    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
+        xdctcp::run(self, out, stop).map(drop)
+    }
+}
+
+impl Experiment for variants::VariantsConfig {
+    const NAME: &'static str = "variants";
+    fn validate(&self) -> Result<()> {
+        variants::validate(self)
+    }
+    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
+        variants::run(self, out, stop).map(drop)
+    }
+}
+
+/// A markdown table's header row and its separator.
+pub fn table_header(s: &mut String, columns: &[&str]) {
+    let _ = writeln!(s, "| {} |", columns.join(" | "));
+    let _ = writeln!(s, "|{}", " --- |".repeat(columns.len()));
+}
+
+/// `(s, c, h)` guard repairs as a note for a run's line, empty if none.
+pub fn repairs_note(r: (u64, u64, u64)) -> String {
+    match r {
+        (0, 0, 0) => String::new(),
+        (s, c, h) => format!(", guard repairs {s}/{c}/{h} (README: Known issue)"),
+    }
+}

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use loader::algo::Algo;
 use serde::Serialize;
 use tc_qdisc::intf::queue_sample;
@@ -18,9 +17,10 @@ use tc_qdisc::{Backend, Bottleneck};
 
 use crate::cc::LabCc;
 use crate::cctrace::CcTrace;
+use crate::experiments::{repairs_note, run_scenario, table_header};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
-use crate::scenario::{self, Outcome, Scenario};
+use crate::scenario::{Outcome, Scenario};
 use crate::stats::cdf;
 use crate::traffic::FlowSpec;
 use crate::units::{fmt_rate, rate_tag};
@@ -179,21 +179,10 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
                     .map(|b| b.name.clone()),
                 short_flows: None,
             };
-            let bar = ProgressBar::new(cfg.duration.as_millis() as u64);
-            bar.set_style(
-                ProgressStyle::with_template("[{pos:>5}/{len:5} ms] {bar:30} {msg}").unwrap(),
-            );
-            bar.set_message(format!("run {n}/{total}: {} {}", fmt_rate(rate), v.label()));
             let ours = bpf.as_ref().filter(|b| b.name == cc_name(v));
-            let before = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
-            let run = scenario::run(&scn, stop, |t| bar.set_position(t.as_millis() as u64))?;
-            let (mut outcome, samples) = (run.outcome, run.samples);
-            let after = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
-            outcome.guard_repairs = (after.0 - before.0, after.1 - before.1, after.2 - before.2);
-            bar.finish_and_clear();
-            if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                bail!("interrupted");
-            }
+            let msg = format!("run {n}/{total}: {} {}", fmt_rate(rate), v.label());
+            let run = run_scenario(&scn, ours, msg, stop)?;
+            let (outcome, samples) = (run.outcome, run.samples);
             let dir = out.sub(&format!("{}-{}-{}", rate_tag(rate), v.cc, v.backend))?;
             write_run(&dir, &scn, &outcome, &samples)?;
             if let Some(t) = &run.cc_trace {
@@ -209,10 +198,7 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
                 outcome.utilization * 100.0,
                 outcome.drops,
                 outcome.marks,
-                match outcome.guard_repairs {
-                    (0, 0, 0) => String::new(),
-                    (s, c, h) => format!(", guard repairs {s}/{c}/{h} (README: Known issue)"),
-                }
+                repairs_note(outcome.guard_repairs)
             );
             if let Some(tc) = &outcome.trace_check {
                 eprintln!("{}", trace_line(tc));
@@ -285,16 +271,15 @@ fn write_run(
     drop(w);
     plot::draw(
         &dir.file("throughput.png"),
-        &Chart {
-            title: &format!(
+        &Chart::new(
+            &format!(
                 "{} at {}: per-flow throughput",
                 o.label,
                 fmt_rate(o.rate_bps)
             ),
-            x_label: "time (s)",
-            y_label: "Mbit/s",
-            series: o
-                .flows
+            "time (s)",
+            "Mbit/s",
+            o.flows
                 .iter()
                 .map(|f| Series {
                     name: format!("flow {} ({})", f.sender, f.cc_used),
@@ -306,9 +291,8 @@ fn write_run(
                         .collect(),
                 })
                 .collect(),
-            hlines: vec![],
-            y_max: Some(o.rate_bps as f64 / 1e6 * 1.1),
-        },
+        )
+        .y_max(o.rate_bps as f64 / 1e6 * 1.1),
     )
 }
 
@@ -342,33 +326,29 @@ fn plot_sawtooth(
     plot::draw_stack(
         &dir.file("sawtooth.png"),
         &[
-            Chart {
-                title: &format!("{what}: queue at every arrival"),
-                x_label: "time (s)",
-                y_label: "queue (packets)",
-                series: vec![Series {
+            Chart::new(
+                &format!("{what}: queue at every arrival"),
+                "time (s)",
+                "queue (packets)",
+                vec![Series {
                     name: "queue".into(),
                     points: queue,
                 }],
-                hlines: vec![(f64::from(cfg.k), format!("K = {}", cfg.k))],
-                y_max: None,
-            },
-            Chart {
-                title: &format!("{what}: cwnd on traced ACKs"),
-                x_label: "time (s)",
-                y_label: "cwnd (packets)",
-                series: cwnd,
-                hlines: vec![],
-                y_max: None,
-            },
-            Chart {
-                title: &format!("{what}: alpha per window"),
-                x_label: "time (s)",
-                y_label: "alpha",
-                series: alpha,
-                hlines: vec![],
-                y_max: Some(1.0),
-            },
+            )
+            .hline(f64::from(cfg.k), format!("K = {}", cfg.k)),
+            Chart::new(
+                &format!("{what}: cwnd on traced ACKs"),
+                "time (s)",
+                "cwnd (packets)",
+                cwnd,
+            ),
+            Chart::new(
+                &format!("{what}: alpha per window"),
+                "time (s)",
+                "alpha",
+                alpha,
+            )
+            .y_max(1.0),
         ],
     )
 }
@@ -408,30 +388,29 @@ fn plot_rates(
         let tag = rate_tag(rate);
         plot::draw(
             &out.file(&format!("queue_{tag}.png")),
-            &Chart {
-                title: &format!(
+            &Chart::new(
+                &format!(
                     "Queue at every arrival, {} flows, {} (K = {})",
                     cfg.flows,
                     fmt_rate(rate),
                     cfg.k
                 ),
-                x_label: "time (s)",
-                y_label: "queue (packets)",
-                series: over_time,
-                hlines: vec![(f64::from(cfg.k), format!("K = {}", cfg.k))],
-                y_max: Some(f64::from(cfg.buffer_pkts) * 1.05),
-            },
+                "time (s)",
+                "queue (packets)",
+                over_time,
+            )
+            .hline(f64::from(cfg.k), format!("K = {}", cfg.k))
+            .y_max(f64::from(cfg.buffer_pkts) * 1.05),
         )?;
         plot::draw(
             &out.file(&format!("queue_cdf_{tag}.png")),
-            &Chart {
-                title: &format!("Queue length CDF, {} flows, {}", cfg.flows, fmt_rate(rate)),
-                x_label: "queue (packets)",
-                y_label: "fraction of arrivals",
-                series: cdfs,
-                hlines: vec![],
-                y_max: Some(1.02),
-            },
+            &Chart::new(
+                &format!("Queue length CDF, {} flows, {}", cfg.flows, fmt_rate(rate)),
+                "queue (packets)",
+                "fraction of arrivals",
+                cdfs,
+            )
+            .y_max(1.02),
         )?;
     }
     Ok(())
@@ -490,10 +469,21 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
         cfg.duration.as_secs_f64(),
         cfg.warmup.as_secs_f64()
     );
-    let _ = writeln!(s, "| rate | algorithm@backend | queue mean | p5-p95 | max | empty | utilization | drops | marks | CE at receiver | goodput per flow (Mbit/s) |");
-    let _ = writeln!(
-        s,
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    table_header(
+        &mut s,
+        &[
+            "rate",
+            "algorithm@backend",
+            "queue mean",
+            "p5-p95",
+            "max",
+            "empty",
+            "utilization",
+            "drops",
+            "marks",
+            "CE at receiver",
+            "goodput per flow (Mbit/s)",
+        ],
     );
     for o in outcomes {
         let gp: Vec<String> = o
@@ -627,8 +617,19 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
         let _ = writeln!(s);
     }
     let _ = writeln!(s, "## Probe against the qdisc's own counters\n");
-    let _ = writeln!(s, "| rate | algorithm | probe arrivals enqueued | qdisc sent + dropped | probe tail drops | qdisc drops | marks | CE at receiver |");
-    let _ = writeln!(s, "| --- | --- | --- | --- | --- | --- | --- | --- |");
+    table_header(
+        &mut s,
+        &[
+            "rate",
+            "algorithm",
+            "probe arrivals enqueued",
+            "qdisc sent + dropped",
+            "probe tail drops",
+            "qdisc drops",
+            "marks",
+            "CE at receiver",
+        ],
+    );
     for o in outcomes {
         let p = &o.probe_check;
         let _ = writeln!(
