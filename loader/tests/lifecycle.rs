@@ -99,7 +99,64 @@ fn double_attach_says_so_and_changes_nothing() {
 fn bad_input_is_refused_before_the_kernel_is_touched() {
     require_root();
     let cases: &[(&[&str], &str)] = &[
-        (&["attach", "--algo", "cubic"], "possible values: dctcp"),
+        (
+            &["attach", "--algo", "cubic"],
+            "possible values: dctcp, xdctcp, kdctcp",
+        ),
+        (
+            &[
+                "attach", "--algo", "xdctcp", "--name", "t_bad", "--param", "g=0",
+            ],
+            "g takes (0, 1]",
+        ),
+        (
+            &[
+                "attach", "--algo", "xdctcp", "--name", "t_bad", "--param", "ns=1.5",
+            ],
+            "ns takes [0, 1]",
+        ),
+        (
+            &[
+                "attach", "--algo", "xdctcp", "--name", "t_bad", "--param", "nl=-0.2",
+            ],
+            "nl takes [0, 1]",
+        ),
+        (
+            &[
+                "attach",
+                "--algo",
+                "xdctcp",
+                "--name",
+                "t_bad",
+                "--param",
+                "short_bytes=-1",
+            ],
+            "non-negative integer",
+        ),
+        (
+            &[
+                "attach",
+                "--algo",
+                "xdctcp",
+                "--name",
+                "t_bad",
+                "--param",
+                "shift_g=4",
+            ],
+            "unknown parameter `shift_g` for xdctcp",
+        ),
+        (
+            &[
+                "attach",
+                "--algo",
+                "kdctcp",
+                "--name",
+                "t_bad",
+                "--param",
+                "progressive=2",
+            ],
+            "0 or 1",
+        ),
         (
             &[
                 "attach",
@@ -195,4 +252,63 @@ fn unprivileged_user_gets_told_to_use_root() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(!registered("t_nobody"));
+}
+
+/// xDCTCP and the seed 002 variant attach beside DCTCP under their own
+/// names, with decimal parameters, and are retuned live.
+#[test]
+fn xdctcp_and_kdctcp_attach_beside_dctcp_with_their_own_parameters() {
+    require_root();
+    let d = Attached::new("t_vd", &[]);
+    let x = Attached::of(
+        "xdctcp",
+        "t_vx",
+        &["--param", "ns=0.25", "--param", "short_bytes=100000"],
+    );
+    let k = Attached::of("kdctcp", "t_vk", &["--param", "progressive=1"]);
+    for a in [&d, &x, &k] {
+        assert!(
+            registered(&a.name) && registered(&a.fallback()),
+            "{}",
+            a.name
+        );
+    }
+    let xl = x.listed();
+    assert_eq!(xl["algo"], "xdctcp");
+    let p = &xl["params"];
+    assert_eq!(
+        (p["g"].as_f64(), p["ns"].as_f64(), p["nl"].as_f64()),
+        (Some(0.09), Some(0.25), Some(1.0))
+    );
+    assert_eq!(p["short_bytes"], 100000);
+    let kl = k.listed();
+    assert_eq!(kl["algo"], "kdctcp");
+    assert_eq!(kl["params"]["progressive"], 1);
+    assert_eq!(kl["params"]["per_ack_alpha"], 0);
+    assert_eq!(kl["params"]["g_ack"].as_f64(), Some(0.0039));
+    assert_eq!(d.listed()["params"]["shift_g"], 4);
+
+    let out = loader_ok(&["set", "t_vx", "g=0.05", "nl=0.75"]);
+    assert!(
+        out.contains("g=0.05 ns=0.25 nl=0.75 short_bytes=100000"),
+        "{out}"
+    );
+    for bad in [
+        "g=0",
+        "g=1.5",
+        "ns=-0.1",
+        "nl=2",
+        "short_bytes=-5",
+        "per_ack_alpha=1",
+    ] {
+        let o = loader(&["set", "t_vx", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+    }
+    // Refused values changed nothing.
+    assert_eq!(x.listed()["params"]["nl"].as_f64(), Some(0.75));
+    let out = loader_ok(&["set", "t_vk", "per_ack_alpha=1", "fine_alpha=1"]);
+    assert!(
+        out.contains("per_ack_alpha=1 progressive=1 cwr_growth=0 fine_alpha=1"),
+        "{out}"
+    );
 }

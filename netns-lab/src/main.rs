@@ -121,13 +121,13 @@ enum Command {
         #[arg(long, default_value_t = 1 << 20)]
         short_bytes: u64,
         /// xDCTCP's gain in the head-to-head runs.
-        #[arg(long, default_value_t = 0.09)]
+        #[arg(long, default_value_t = 0.09, allow_negative_numbers = true)]
         g: f64,
         /// xDCTCP's short-flow factor in the head-to-head runs.
-        #[arg(long, default_value_t = 0.3)]
+        #[arg(long, default_value_t = 0.3, allow_negative_numbers = true)]
         ns: f64,
         /// xDCTCP's long-flow factor in the head-to-head runs.
-        #[arg(long, default_value_t = 1.0)]
+        #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
         nl: f64,
         /// Head-to-head rounds (default 3, 1 with --quick).
         #[arg(long)]

@@ -277,6 +277,15 @@ fn bad_parameters_are_refused_before_anything_is_built() {
             "use droptail, bpf-step",
         ),
         (&["queue", "--duration", "0"], "exceed the warmup"),
+        (&["xdctcp", "--g", "0"], "g takes (0, 1]"),
+        (&["xdctcp", "--ns", "1.5"], "ns takes [0, 1]"),
+        (&["xdctcp", "--nl", "-0.5"], "nl takes [0, 1]"),
+        (&["xdctcp", "--short-rate", "0"], "out of range"),
+        (&["xdctcp", "--short-min", "200000"], "min <= max"),
+        (&["xdctcp", "--rounds", "0"], "1 to 20"),
+        (&["xdctcp", "--k", "500"], "below the buffer"),
+        (&["variants", "--flows", "0"], "1 to 16"),
+        (&["variants", "--duration", "1"], "exceed the warmup"),
     ];
     for (args, expect) in cases {
         let o = lab(args);
@@ -455,4 +464,104 @@ fn a_64_sender_star_builds_and_tears_down() {
         up.as_secs_f64(),
         down.as_secs_f64()
     );
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `lab xdctcp --quick` and `lab variants --quick` end to end: real short
+/// and long flows, every result file, the seed's claim beside the figures.
+#[test]
+fn quick_xdctcp_and_variants_labs_write_their_results() {
+    require_root();
+    let _serial = serial();
+    let before = namespaces_with("dl");
+
+    let out = tmpdir("xdctcp");
+    let o = lab(&[
+        "xdctcp",
+        "--quick",
+        "--grid",
+        "none",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("| short-flow mean delay, xDCTCP vs DCTCP | -6.646% |"),
+        "{summary}"
+    );
+    let runs = json(&out.join("head_to_head.json"));
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        let (started, done) = (
+            r["fct"]["started"].as_u64().unwrap(),
+            r["fct"]["completed"].as_u64().unwrap(),
+        );
+        // 3 s of arrivals at 40/s: about 120, every one completed.
+        assert!(started > 60 && done == started, "{r}");
+        // A 10-100 KB transfer at 100 Mbit/s takes at least 0.8 ms.
+        assert!(r["fct"]["fct_us"]["min"].as_f64().unwrap() > 800.0, "{r}");
+        assert!(r["long_mbps"].as_f64().unwrap() > 50.0, "{r}");
+    }
+    for f in [
+        "fct_cdf.png",
+        "r1-dctcp/short_flows.csv",
+        "r1-xdctcp/outcome.json",
+    ] {
+        assert!(out.join(f).exists(), "missing {f}");
+    }
+    let csv = std::fs::read_to_string(out.join("r1-xdctcp/short_flows.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count() as u64 - 1,
+        runs[1]["fct"]["started"].as_u64().unwrap()
+    );
+    std::fs::remove_dir_all(&out).unwrap();
+
+    let out = tmpdir("variants");
+    let o = lab(&[
+        "variants",
+        "--quick",
+        "--duration",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs = json(&out.join("runs.json"));
+    let labels: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "DCTCP",
+            "per-ACK alpha",
+            "progressive cut",
+            "growth in CWR",
+            "alpha 1/2^20",
+            "all four"
+        ]
+    );
+    for r in runs.as_array().unwrap() {
+        assert!(r["utilization"].as_f64().unwrap() > 0.9, "{r}");
+        assert!(r["alpha_late"].as_f64().unwrap() > 0.02, "{r}");
+    }
+    for f in [
+        "cwnd.png",
+        "alpha.png",
+        "queue_cdf.png",
+        "summary.md",
+        "r1-all_four/cc_trace.csv.gz",
+    ] {
+        assert!(out.join(f).exists(), "missing {f}");
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+    assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
 }

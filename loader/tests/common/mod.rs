@@ -65,7 +65,12 @@ pub struct Attached {
 
 impl Attached {
     pub fn new(name: &str, extra: &[&str]) -> Attached {
-        let mut args = vec!["attach", "--algo", "dctcp", "--name", name];
+        Attached::of("dctcp", name, extra)
+    }
+
+    /// `loader attach --algo <algo> --name <name> <extra>`.
+    pub fn of(algo: &str, name: &str, extra: &[&str]) -> Attached {
+        let mut args = vec!["attach", "--algo", algo, "--name", name];
         args.extend_from_slice(extra);
         loader_ok(&args);
         Attached {
