@@ -546,6 +546,7 @@ fn quick_xdctcp_and_variants_labs_write_their_results() {
             "progressive cut",
             "growth in CWR",
             "alpha 1/2^20",
+            "per-ACK, 1/2^20",
             "all four"
         ]
     );
