@@ -10,6 +10,8 @@ const AFTER_HELP: &str = "\
 Examples:
   sudo loader attach --algo dctcp                  register bpf_dctcp (and bpf_dctcp_reno)
   sudo loader attach --algo dctcp --name dc5 --param shift_g=5
+  sudo loader attach --algo xdctcp --param ns=0.25  register bpf_xdctcp, short flows cut less
+  sudo loader attach --algo kdctcp --name kd_ack --param per_ack_alpha=1 --param fine_alpha=1
   sudo sysctl net.ipv4.tcp_congestion_control=bpf_dctcp
   sudo loader flows                                sockets using it, like `ss -ti`
   sudo loader top                                  live view of flows and lab switch queues
@@ -28,11 +30,14 @@ pub enum TraceFormat {
     Csv,
 }
 
-/// Load DCTCP as a BPF struct_ops congestion control, with no kernel rebuild.
+/// Load DCTCP and its variants as BPF struct_ops congestion controls, with no
+/// kernel rebuild.
 ///
 /// DCTCP reacts to the fraction of ECN-marked packets rather than to their
 /// presence: each window it updates alpha = (1 - g) alpha + g F, and on
-/// congestion cuts cwnd by alpha / 2. Sockets pick an attached algorithm by
+/// congestion cuts cwnd by alpha / 2. xdctcp (seed 003) cuts short flows by
+/// ns alpha and long ones by nl alpha; kdctcp is DCTCP with seed 002's four
+/// modifications, each a switch. Sockets pick an attached algorithm by
 /// name with setsockopt(TCP_CONGESTION) or the per-namespace sysctl
 /// net.ipv4.tcp_congestion_control; both ends need ECN, which DCTCP requests
 /// on its own. Without ECN a flow falls back to Reno (`<name>_reno`).
@@ -62,8 +67,14 @@ pub enum Command {
         /// Name to register under (1-10 of [A-Za-z0-9_-]); default bpf_<algo>.
         #[arg(long)]
         name: Option<String>,
-        /// Tunable as name=value, repeatable. dctcp: shift_g (0..=10, default
-        /// 4: g = 1/2^shift_g), alpha_on_init (0..=1024, default 1024 = 1.0).
+        /// Tunable as name=value, repeatable; a value out of range is refused
+        /// before anything loads. dctcp: shift_g (0..=10, default 4: g =
+        /// 1/2^shift_g), alpha_on_init (0..=1024, default 1024 = 1.0). xdctcp:
+        /// g ((0, 1], 0.09), ns and nl ([0, 1], 0.3 and 1.0: short and long
+        /// flows cut cwnd to cwnd (1 - n alpha)), short_bytes (1048576: short
+        /// until this much was sent), alpha_on_init. kdctcp: g (0.0625), g_ack
+        /// (0.00390625), per_ack_alpha, progressive, cwr_growth, fine_alpha (0
+        /// or 1, all 0: DCTCP), alpha_on_init.
         #[arg(long = "param", value_name = "NAME=VALUE")]
         params: Vec<Assignment>,
         /// How the registration is held: a struct_ops link (Linux 6.4+) or
@@ -95,7 +106,7 @@ pub enum Command {
     Set {
         /// Name given at attach.
         name: String,
-        /// name=value pairs, e.g. shift_g=5.
+        /// name=value pairs, e.g. shift_g=5 or nl=0.8 (see attach --help).
         #[arg(value_name = "NAME=VALUE", required = true)]
         params: Vec<Assignment>,
     },

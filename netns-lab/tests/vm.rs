@@ -160,3 +160,63 @@ fn netem_delay_lengthens_the_round_trip() {
     assert!(rtt >= 2000, "min RTT {rtt} us with 2 ms of delay");
     assert_eq!(r["drops"], 0);
 }
+
+/// xDCTCP carries traffic on the stock kernel too (`lab xdctcp` end to end
+/// at the VM's rate), and the seed 002 variant passes its verifier with all
+/// four switches on. (`lab variants` runs seven contenders: minutes under
+/// TCG for what the host tier already shows.)
+#[test]
+fn xdctcp_and_kdctcp_run_on_the_stock_kernel() {
+    if !in_vm() {
+        eprintln!("not in the stock-kernel VM (DCTCP_BPF_VM unset): skipped");
+        return;
+    }
+    let params = [
+        "per_ack_alpha=1",
+        "progressive=1",
+        "cwr_growth=1",
+        "fine_alpha=1",
+    ];
+    let kd = netns_lab::cc::LabCc::attach(
+        loader::algo::Algo::Kdctcp,
+        params.iter().map(|a| a.parse().unwrap()).collect(),
+    )
+    .expect("bpf_kdctcp loads on 6.12");
+    assert!(
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+            .unwrap()
+            .contains(&kd.name)
+    );
+    drop(kd);
+
+    let x = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/vm-results/xdctcp");
+    let _ = std::fs::remove_dir_all(&x);
+    let o = lab(&[
+        "xdctcp",
+        "--quick",
+        "--grid",
+        "none",
+        "--rate",
+        RATE,
+        "--short-rate",
+        "10",
+        "--out",
+        x.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs: Value =
+        serde_json::from_str(&std::fs::read_to_string(x.join("head_to_head.json")).unwrap())
+            .unwrap();
+    for r in runs.as_array().unwrap() {
+        let f = &r["fct"];
+        assert!(f["started"].as_u64().unwrap() > 10, "{r}");
+        assert_eq!(f["completed"], f["started"], "{r}");
+        eprintln!(
+            "{}: {} short flows, FCT mean {:.1} ms, median {:.1} ms",
+            r["label"],
+            f["completed"],
+            f["fct_us"]["mean"].as_f64().unwrap() / 1e3,
+            f["fct_us"]["p50"].as_f64().unwrap() / 1e3
+        );
+    }
+}

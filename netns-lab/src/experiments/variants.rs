@@ -299,7 +299,10 @@ pub fn run(
                 v.drops,
                 repairs_note(v.guard_repairs)
             );
-            let dir = out.sub(&format!("r{round}-{}", c.label.replace([' ', '/', ','], "_").replace("__", "_")))?;
+            let dir = out.sub(&format!(
+                "r{round}-{}",
+                c.label.replace([' ', '/', ','], "_").replace("__", "_")
+            ))?;
             dir.write_json("outcome.json", o)?;
             trace.write_csv(&dir, "cc_trace.csv.gz")?;
             if round == 1 {
