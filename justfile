@@ -45,10 +45,12 @@ lab-variants *ARGS: _root
     cargo build --release --workspace
     target/release/lab variants {{ARGS}}
 
-# Benchmarks, ratios measured side by side in one run (tracing: off / per window / per ACK)
-bench: _root
+# Benchmarks, ratios measured side by side in one run (`lab bench --help`); then the kernel's dctcp in the VM
+bench *ARGS: _root
     cargo build --release --workspace
-    bench/tracing.sh
+    target/release/lab bench {{ARGS}}
+    @echo "bpf_dctcp against the kernel's own dctcp, in Debian's 6.12 under QEMU (TCG: compare ratios, not absolutes)"
+    netns-lab/vm/run-in-vm target/release/lab bench --baselines reno,cubic,dctcp --no-tracing --rounds 3 --mib 64 --switch-secs 0 --scale 1 --out bench/results/$(date -u +%Y%m%d-%H%M%S)-vm-6.12.json
 
 # Kernel backends (red, fq_codel), netem and the kernel's dctcp, in Debian's 6.12 under QEMU
 vm-test: _root

@@ -1,6 +1,7 @@
 //! Network-namespace labs for DCTCP: topologies of namespaces and veths,
 //! traffic, experiments, results and plots.
 
+pub mod bench;
 pub mod cc;
 pub mod cctrace;
 pub mod cleanup;

@@ -172,6 +172,43 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// What bpf_dctcp, its tracing and the BPF switch cost (`just bench`).
+    ///
+    /// Each comparison is measured side by side in one run, alternating A and
+    /// B every round, and printed as a ratio with its spread: CPU per GB and
+    /// throughput of bpf_dctcp against the kernel's algorithms (bulk over a
+    /// veth pair, offloads off) and with tracing per window and per ACK; ns
+    /// per call of every struct_ops program (kernel.bpf_stats_enabled, in a
+    /// separate transfer); the lab bottleneck's top goodput with and without
+    /// the BPF marker, and the marker's ns per packet; set-up and tear-down
+    /// time and memory of stars of N senders. Writes a JSON report.
+    Bench {
+        /// 2 rounds, 256 MiB transfers, 2 s switch runs, stars of 1 and 16.
+        #[arg(long)]
+        quick: bool,
+        /// Rounds of every comparison (default 5, 2 with --quick).
+        #[arg(long)]
+        rounds: Option<usize>,
+        /// MiB per bulk transfer (default 1024, 256 with --quick).
+        #[arg(long)]
+        mib: Option<u64>,
+        /// Kernel algorithms to compare bpf_dctcp with.
+        #[arg(long, value_delimiter = ',', default_value = "reno,cubic")]
+        baselines: Vec<String>,
+        /// Leave out bpf_dctcp traced per window and per ACK.
+        #[arg(long)]
+        no_tracing: bool,
+        /// Seconds per switch run, 0 to skip (default 4, 2 with --quick).
+        #[arg(long)]
+        switch_secs: Option<f64>,
+        /// Star sizes to set up and tear down (default 1,16,64,256; 1,16
+        /// with --quick).
+        #[arg(long, value_delimiter = ',')]
+        scale: Option<Vec<usize>>,
+        /// JSON report (default bench/results/<timestamp>.json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// What this kernel offers the lab, and what to use where it falls short.
     Doctor {
         /// One JSON array for scripts.
@@ -315,6 +352,45 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
                 rounds: rounds.unwrap_or(if quick { 1 } else { 2 }),
             };
             experiment(&cfg, out.as_deref(), &stop)?;
+        }
+        Command::Bench {
+            quick,
+            rounds,
+            mib,
+            baselines,
+            no_tracing,
+            switch_secs,
+            scale,
+            out,
+        } => {
+            let cfg = netns_lab::bench::BenchConfig {
+                rounds: rounds.unwrap_or(if quick { 2 } else { 5 }),
+                bytes: mib.unwrap_or(if quick { 256 } else { 1024 }) << 20,
+                baselines,
+                tracing: !no_tracing,
+                switch_secs: switch_secs.unwrap_or(if quick { 2.0 } else { 4.0 }),
+                scale: scale.unwrap_or(if quick {
+                    vec![1, 16]
+                } else {
+                    vec![1, 16, 64, 256]
+                }),
+            };
+            cfg.validate()
+                .map_err(|e| anyhow::Error::new(loader::error::UsageError(format!("{e:#}"))))?;
+            require_root()?;
+            loader::preflight::require_btf()?;
+            loader::preflight::require_struct_ops()?;
+            let path = out.unwrap_or_else(|| {
+                PathBuf::from("bench/results")
+                    .join(format!("{}.json", netns_lab::results::timestamp()))
+            });
+            let report = netns_lab::bench::run(&cfg, &stop)?;
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(&path, serde_json::to_string_pretty(&report)?)?;
+            print!("{}", netns_lab::bench::table(&report));
+            println!("report: {}", path.display());
         }
         Command::Doctor { json } => {
             require_root()?;

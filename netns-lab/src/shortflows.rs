@@ -22,7 +22,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::stats::{summarize, Summary};
 use crate::topology::{Star, RECEIVER_ADDR};
-use crate::traffic::listen_announced;
+use crate::traffic::{listen_announced, send_bytes};
 
 /// Port of the short-flow server; the bulk flows use 5201 upwards.
 pub const SHORT_PORT: u16 = 6201;
@@ -155,13 +155,7 @@ fn one_flow(cc: &str, bytes: u64) -> Result<(u16, Duration)> {
     let t0 = Instant::now();
     s.connect(&SocketAddr::from((RECEIVER_ADDR, SHORT_PORT)).into())?;
     let sport = s.local_addr()?.as_socket().map_or(0, |a| a.port());
-    let buf = vec![0x5au8; 64 << 10];
-    let mut left = bytes;
-    while left > 0 {
-        let k = left.min(buf.len() as u64) as usize;
-        s.write_all(&buf[..k])?;
-        left -= k as u64;
-    }
+    send_bytes(&mut s, bytes)?;
     s.shutdown(Shutdown::Write)?;
     let mut answer = [0u8; 1];
     s.read_exact(&mut answer)?;
@@ -189,7 +183,8 @@ impl ShortFlows {
         let server_done = done.clone();
         let server = star.receiver.ns.spawn(move || -> Result<()> {
             // accept() wakes up now and then to see whether to stop.
-            let l = listen_announced(&cc, SHORT_PORT, Duration::from_millis(100), &ready_tx)?;
+            let addr = SocketAddr::from((RECEIVER_ADDR, SHORT_PORT));
+            let l = listen_announced(&cc, addr, Duration::from_millis(100), &ready_tx)?;
             let mut conns = Vec::new();
             while !server_done.load(Ordering::Relaxed) {
                 match l.accept() {

@@ -54,7 +54,7 @@ pub const RECEIVER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 19, 0, 1);
 
 /// `ethtool -K` inside a namespace, through nsenter (not `ip netns exec`,
 /// which would remount /sys).
-fn offloads_off(ns: &Netns, dev: &str) -> Result<()> {
+pub(crate) fn offloads_off(ns: &Netns, dev: &str) -> Result<()> {
     let out = Command::new("nsenter")
         .arg(format!("--net={}", ns.path().display()))
         .args([

@@ -46,25 +46,37 @@ struct SenderEnd {
     info: TcpInfo,
 }
 
-fn listener(cc: &str, port: u16) -> Result<Socket> {
+fn listener(cc: &str, addr: SocketAddr) -> Result<Socket> {
     let l = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
     l.set_reuse_address(true)?;
     loader::sockopt::set_congestion(l.as_fd(), cc)?;
-    l.bind(&SocketAddr::from((RECEIVER_ADDR, port)).into())?;
+    l.bind(&addr.into())?;
     l.listen(1024)?;
     Ok(l)
 }
 
-/// A listener for `cc` flows on `port` whose accept() gives up after
+/// Writes exactly `n` bytes of filler to `s`.
+pub(crate) fn send_bytes(s: &mut Socket, n: u64) -> std::io::Result<()> {
+    let buf = vec![0x5au8; 256 << 10];
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(buf.len() as u64) as usize;
+        s.write_all(&buf[..k])?;
+        left -= k as u64;
+    }
+    Ok(())
+}
+
+/// A listener for `cc` flows on `addr` whose accept() gives up after
 /// `accept_timeout`; `ready` hears how it went, so the caller can wait for
 /// it before anyone connects.
 pub(crate) fn listen_announced(
     cc: &str,
-    port: u16,
+    addr: SocketAddr,
     accept_timeout: Duration,
     ready: &mpsc::Sender<Result<(), String>>,
 ) -> Result<Socket> {
-    let l = listener(cc, port).and_then(|l| {
+    let l = listener(cc, addr).and_then(|l| {
         l.set_read_timeout(Some(accept_timeout))?;
         Ok(l)
     });
@@ -115,7 +127,8 @@ pub fn run_bulk(
         // A sender that never connects must not leave accept() waiting forever.
         let accept_timeout = duration + Duration::from_secs(15);
         receivers.push(star.receiver.ns.spawn(move || -> Result<()> {
-            let l = listen_announced(&cc, port, accept_timeout, &ready_tx)?;
+            let addr = SocketAddr::from((RECEIVER_ADDR, port));
+            let l = listen_announced(&cc, addr, accept_timeout, &ready_tx)?;
             let (mut s, _) = l.accept()?;
             let mut buf = vec![0u8; 256 << 10];
             loop {

@@ -566,3 +566,105 @@ fn quick_xdctcp_and_variants_labs_write_their_results() {
     std::fs::remove_dir_all(&out).unwrap();
     assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
 }
+
+/// `lab bench` at its smallest, end to end: every section measured, the JSON
+/// report complete, bpf_stats switched off again, nothing left behind; and
+/// its refusals, before anything is built.
+#[test]
+fn bench_measures_every_section_and_leaves_nothing() {
+    require_root();
+    let _serial = serial();
+    let before = namespaces_with("dl");
+    for (args, expect) in [
+        (&["bench", "--rounds", "0"][..], "1 to 50"),
+        (&["bench", "--mib", "0"], "1 to 65536"),
+        (
+            &["bench", "--baselines", "nosuch"],
+            "not available in this kernel",
+        ),
+        (&["bench", "--switch-secs", "0.5"], "0 (skip) or 1 to 60"),
+        (&["bench", "--scale", "0"], "1 to"),
+    ] {
+        let o = lab(args);
+        assert_eq!(o.status.code(), Some(2), "lab {args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expect), "lab {args:?}: {}", stderr(&o));
+    }
+    // Without root: told so, exit 1.
+    let dir = std::env::temp_dir().join(format!("lab-nobody-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("lab");
+    std::fs::copy(env!("CARGO_BIN_EXE_lab"), &bin).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&bin)
+        .args(["bench", "--quick"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("needs root"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let report = tmpdir("bench").with_extension("json");
+    let o = lab(&[
+        "bench",
+        "--rounds",
+        "1",
+        "--mib",
+        "32",
+        "--switch-secs",
+        "1",
+        "--scale",
+        "1,4",
+        "--out",
+        report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("CPU per GB, bpf_dctcp / reno"), "{table}");
+    let r = json(&report);
+    let transfers = r["algorithms"]["transfers"].as_array().unwrap();
+    let names: Vec<&str> = transfers
+        .iter()
+        .map(|t| t["contender"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "reno",
+            "cubic",
+            "bpf_dctcp",
+            "bpf_dctcp traced per window",
+            "bpf_dctcp traced per ACK"
+        ]
+    );
+    for t in transfers {
+        assert!(t["gbps"].as_f64().unwrap() > 0.1, "{t}");
+        assert!(t["cpu_s_per_gb"].as_f64().unwrap() > 0.0, "{t}");
+    }
+    // bpf_dctcp / reno and / cubic, traced / untraced twice: CPU and throughput each.
+    assert_eq!(r["algorithms"]["ratios"].as_array().unwrap().len(), 8);
+    let calls = |section: &Value, program: &str| {
+        section
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["program"].as_str().unwrap().starts_with(program))
+            .map(|p| (p["ns"].as_f64().unwrap(), p["calls"].as_u64().unwrap()))
+    };
+    let (ns, n) = calls(&r["algorithms"]["per_call"], "dctcp_in_ack").expect("in_ack_event");
+    assert!(ns > 0.0 && n > 1000, "{ns} ns x {n}");
+    let (ns, n) = calls(&r["switch"]["per_packet"], "bottleneck_egr").expect("marker");
+    assert!(ns > 0.0 && n > 1000, "{ns} ns x {n}");
+    assert_eq!(r["switch"]["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(r["scale"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled")
+            .unwrap()
+            .trim(),
+        "0"
+    );
+    std::fs::remove_file(&report).unwrap();
+    assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
+}

@@ -1,0 +1,808 @@
+//! `lab bench` (`just bench`): what DCTCP in BPF, its tracing and the BPF
+//! switch cost, each measured side by side with its baseline in one run,
+//! alternating A and B, reported as ratios with their spread.
+//!
+//! - Algorithms: fixed-size bulk transfers over a veth pair between two
+//!   namespaces (offloads off: a packet per segment, an ACK per two), no
+//!   bottleneck; CPU of the whole machine (/proc/stat: user, system, irq,
+//!   softirq) and of this process (getrusage) per GB moved, throughput; the
+//!   per-call cost of every struct_ops program from kernel.bpf_stats_enabled
+//!   in one extra transfer (stats cost time themselves, so never in the
+//!   compared ones). bpf_dctcp with tracing per window and per ACK too.
+//! - Switch: the highest rate the lab's bottleneck (htb at 10 Gbit/s) carries
+//!   with and without the BPF marker and queue probe; the marker's cost per
+//!   packet from bpf_stats.
+//! - Lab scale: set-up and tear-down time and memory of stars of N senders.
+
+use std::io::Read;
+use std::net::{Ipv4Addr, Shutdown, SocketAddr};
+use std::os::fd::AsFd;
+use std::sync::atomic::AtomicBool;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use loader::algo::Algo;
+use loader::trace::{Detail, Session};
+use serde::Serialize;
+use socket2::{Domain, Protocol, Socket, Type};
+use tc_qdisc::{Backend, Bottleneck, BpfSwitch};
+
+use crate::cc::LabCc;
+use crate::netns::Netns;
+use crate::prefix::Prefix;
+use crate::topology::{offloads_off, Star, StarSpec};
+use crate::traffic::{listen_announced, run_bulk, send_bytes, FlowSpec};
+use crate::veth::Veth;
+
+const CLIENT: Ipv4Addr = Ipv4Addr::new(198, 18, 251, 1);
+const SERVER: Ipv4Addr = Ipv4Addr::new(198, 18, 251, 2);
+const PORT: u16 = 5301;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchConfig {
+    pub rounds: usize,
+    /// Bytes per bulk transfer.
+    pub bytes: u64,
+    /// Kernel algorithms to compare bpf_dctcp with (reno, cubic; dctcp where
+    /// the kernel has it).
+    pub baselines: Vec<String>,
+    /// Also bpf_dctcp traced per window and per ACK.
+    pub tracing: bool,
+    /// Seconds per switch run; 0 skips the switch benchmark.
+    pub switch_secs: f64,
+    /// Star sizes to set up and tear down; empty skips.
+    pub scale: Vec<usize>,
+}
+
+impl BenchConfig {
+    pub fn validate(&self) -> Result<()> {
+        anyhow::ensure!(
+            (1..=50).contains(&self.rounds),
+            "--rounds {}: 1 to 50",
+            self.rounds
+        );
+        anyhow::ensure!(
+            (1 << 20..=64 << 30).contains(&self.bytes),
+            "--mib {}: 1 to 65536",
+            self.bytes >> 20
+        );
+        anyhow::ensure!(
+            self.switch_secs == 0.0 || (1.0..=60.0).contains(&self.switch_secs),
+            "--switch-secs {}: 0 (skip) or 1 to 60",
+            self.switch_secs
+        );
+        for &n in &self.scale {
+            Star::validate(&StarSpec {
+                senders: n,
+                delay: None,
+            })?;
+        }
+        for b in &self.baselines {
+            // A modular algorithm is listed once loaded (dctcp on Debian).
+            let _ = std::process::Command::new("modprobe")
+                .args(["-q", &format!("tcp_{b}")])
+                .status();
+        }
+        let available =
+            std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+                .unwrap_or_default();
+        for b in &self.baselines {
+            anyhow::ensure!(
+                available.split_whitespace().any(|a| a == b),
+                "baseline `{b}` is not available in this kernel (it has: {}); `dctcp` is compared \
+                 in the stock-kernel VM (just bench runs it there)",
+                available.trim()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// CPU time of the whole machine and of this process, in seconds.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Cpu {
+    pub user: f64,
+    pub system: f64,
+    /// irq + softirq: where veth's receive path and ACK processing run.
+    pub softirq: f64,
+    pub process: f64,
+}
+
+impl Cpu {
+    fn now() -> Result<Cpu> {
+        let stat = std::fs::read_to_string("/proc/stat")?;
+        let f: Vec<f64> = stat
+            .lines()
+            .next()
+            .context("/proc/stat is empty")?
+            .split_whitespace()
+            .skip(1)
+            .map(|v| v.parse().unwrap_or(0.0))
+            .collect();
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: valid out-pointer.
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        let at = |i: usize| f.get(i).copied().unwrap_or(0.0) / hz;
+        Ok(Cpu {
+            user: at(0) + at(1),
+            system: at(2),
+            softirq: at(5) + at(6),
+            process: tv(ru.ru_utime) + tv(ru.ru_stime),
+        })
+    }
+
+    fn since(self, before: Cpu) -> Cpu {
+        Cpu {
+            user: self.user - before.user,
+            system: self.system - before.system,
+            softirq: self.softirq - before.softirq,
+            process: self.process - before.process,
+        }
+    }
+
+    pub fn total(&self) -> f64 {
+        self.user + self.system + self.softirq
+    }
+}
+
+/// One bulk transfer.
+#[derive(Clone, Debug, Serialize)]
+pub struct Transfer {
+    pub contender: String,
+    pub round: usize,
+    pub gbps: f64,
+    pub cpu: Cpu,
+    /// Machine CPU seconds per GB (10^9 bytes) moved.
+    pub cpu_s_per_gb: f64,
+    pub process_cpu_s_per_gb: f64,
+    /// Trace events delivered / dropped, for traced contenders.
+    pub events: Option<(u64, u64)>,
+}
+
+/// Two namespaces joined by a veth pair, offloads off, ECN on.
+struct Pair {
+    client: Netns,
+    server: Netns,
+    _prefix: Prefix,
+}
+
+impl Pair {
+    fn new() -> Result<Pair> {
+        let p = Prefix::unique()?;
+        let client = Netns::create(&p.ns("bc"))?;
+        let server = Netns::create(&p.ns("bs"))?;
+        let v = Veth::create(
+            &client,
+            &p.ifname("c"),
+            &format!("{CLIENT}/24"),
+            &server,
+            &p.ifname("s"),
+            &format!("{SERVER}/24"),
+        )?;
+        offloads_off(&client, &v.a)?;
+        offloads_off(&server, &v.b)?;
+        for ns in [&client, &server] {
+            ns.sysctl("net.ipv4.tcp_ecn", "1")?;
+        }
+        Ok(Pair {
+            client,
+            server,
+            _prefix: p,
+        })
+    }
+
+    /// Sends `bytes` from client to server with `cc` on both ends; returns
+    /// the elapsed time from connect to the server's end of stream.
+    fn transfer(&self, cc: &str, bytes: u64) -> Result<Duration> {
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let server_cc = cc.to_string();
+        let server = self.server.spawn(move || -> Result<u64> {
+            let addr = SocketAddr::from((SERVER, PORT));
+            let l = listen_announced(&server_cc, addr, Duration::from_secs(30), &ready_tx)?;
+            let (mut s, _) = l.accept()?;
+            let mut buf = vec![0u8; 1 << 20];
+            let mut got = 0u64;
+            loop {
+                match s.read(&mut buf)? {
+                    0 => return Ok(got),
+                    n => got += n as u64,
+                }
+            }
+        })?;
+        ready_rx
+            .recv_timeout(Duration::from_secs(10))
+            .context("bench server did not start")?
+            .map_err(|e| anyhow!("bench server: {e}"))?;
+        let client_cc = cc.to_string();
+        let start = Instant::now();
+        let client = self.client.spawn(move || -> Result<()> {
+            let mut s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+            loader::sockopt::set_congestion(s.as_fd(), &client_cc)?;
+            s.connect(&SocketAddr::from((SERVER, PORT)).into())?;
+            send_bytes(&mut s, bytes)?;
+            s.shutdown(Shutdown::Write)?;
+            Ok(())
+        })?;
+        client
+            .join()
+            .map_err(|_| anyhow!("bench client panicked"))???;
+        let got = server
+            .join()
+            .map_err(|_| anyhow!("bench server panicked"))???;
+        let elapsed = start.elapsed();
+        anyhow::ensure!(got == bytes, "server received {got} of {bytes} bytes");
+        Ok(elapsed)
+    }
+}
+
+/// What a contender is: a kernel algorithm, or bpf_dctcp traced or not.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Tracing {
+    Off,
+    Window,
+    Ack,
+}
+
+struct Contender {
+    label: String,
+    cc: String,
+    tracing: Tracing,
+}
+
+/// run_time_ns and run_cnt of the programs whose ids are in `ids`.
+fn prog_stats(ids: &[u32]) -> Vec<(String, u64, u64)> {
+    libbpf_rs::query::ProgInfoIter::default()
+        .filter(|p| ids.contains(&p.id))
+        .map(|p| {
+            (
+                p.name.to_string_lossy().into_owned(),
+                p.run_time_ns,
+                p.run_cnt,
+            )
+        })
+        .collect()
+}
+
+fn max_prog_id() -> u32 {
+    libbpf_rs::query::ProgInfoIter::default()
+        .map(|p| p.id)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Programs loaded since `after` (an earlier max_prog_id()) whose name
+/// starts with `prefix`.
+fn progs_since(after: u32, prefix: &str) -> Vec<u32> {
+    libbpf_rs::query::ProgInfoIter::default()
+        .filter(|p| p.id > after && p.name.to_string_lossy().starts_with(prefix))
+        .map(|p| p.id)
+        .collect()
+}
+
+/// kernel.bpf_stats_enabled on while alive; it costs every BPF program two
+/// clock reads, so only the runs that measure per-call cost have it.
+struct BpfStats;
+
+impl BpfStats {
+    fn on() -> Result<BpfStats> {
+        std::fs::write("/proc/sys/kernel/bpf_stats_enabled", "1")
+            .context("enabling kernel.bpf_stats_enabled")?;
+        Ok(BpfStats)
+    }
+}
+
+impl Drop for BpfStats {
+    fn drop(&mut self) {
+        let _ = std::fs::write("/proc/sys/kernel/bpf_stats_enabled", "0");
+    }
+}
+
+/// Mean ns per call of each program over a run: (name, ns, calls).
+#[derive(Clone, Debug, Serialize)]
+pub struct PerCall {
+    pub program: String,
+    pub ns: f64,
+    pub calls: u64,
+}
+
+fn per_call(before: &[(String, u64, u64)], after: &[(String, u64, u64)]) -> Vec<PerCall> {
+    after
+        .iter()
+        .filter_map(|(name, t, n)| {
+            let (_, t0, n0) = before.iter().find(|b| &b.0 == name)?;
+            let calls = n - n0;
+            (calls > 0).then(|| PerCall {
+                program: name.clone(),
+                ns: (t - t0) as f64 / calls as f64,
+                calls,
+            })
+        })
+        .collect()
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Ratio {
+    pub what: String,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+fn ratio(what: String, v: &mut [f64]) -> Ratio {
+    v.sort_by(f64::total_cmp);
+    Ratio {
+        what,
+        median: v[v.len() / 2],
+        min: v[0],
+        max: v[v.len() - 1],
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AlgorithmReport {
+    pub transfers: Vec<Transfer>,
+    pub ratios: Vec<Ratio>,
+    pub per_call: Vec<PerCall>,
+}
+
+fn algorithms(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<AlgorithmReport> {
+    let before = max_prog_id();
+    let dctcp = LabCc::attach(Algo::Dctcp, vec![])?;
+    let ids = progs_since(before, "dctcp_");
+    let pair = Pair::new()?;
+    let mut contenders: Vec<Contender> = cfg
+        .baselines
+        .iter()
+        .map(|b| Contender {
+            label: b.clone(),
+            cc: b.clone(),
+            tracing: Tracing::Off,
+        })
+        .collect();
+    let traced = if cfg.tracing {
+        vec![
+            (Tracing::Window, "traced per window"),
+            (Tracing::Ack, "traced per ACK"),
+        ]
+    } else {
+        vec![]
+    };
+    for (tracing, what) in std::iter::once((Tracing::Off, "")).chain(traced) {
+        contenders.push(Contender {
+            label: if what.is_empty() {
+                "bpf_dctcp".into()
+            } else {
+                format!("bpf_dctcp {what}")
+            },
+            cc: dctcp.name.clone(),
+            tracing,
+        });
+    }
+    // A first transfer per contender warms caches and the allocator; not kept.
+    for c in &contenders {
+        pair.transfer(&c.cc, cfg.bytes.min(64 << 20))?;
+    }
+    let mut report = AlgorithmReport::default();
+    for round in 1..=cfg.rounds {
+        for c in &contenders {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                bail!("interrupted");
+            }
+            let session = match c.tracing {
+                Tracing::Off => None,
+                Tracing::Window => Some(Session::start(&c.cc, Detail::Window, false)?),
+                Tracing::Ack => Some(Session::start(&c.cc, Detail::PerAck { every: 1 }, false)?),
+            };
+            let cpu0 = Cpu::now()?;
+            let elapsed = pair.transfer(&c.cc, cfg.bytes)?;
+            let cpu = Cpu::now()?.since(cpu0);
+            let events = session
+                .map(|s| s.stop().map(|(_, n)| (n.seen, n.dropped)))
+                .transpose()?;
+            let gb = cfg.bytes as f64 / 1e9;
+            let t = Transfer {
+                contender: c.label.clone(),
+                round,
+                gbps: cfg.bytes as f64 * 8.0 / elapsed.as_secs_f64() / 1e9,
+                cpu,
+                cpu_s_per_gb: cpu.total() / gb,
+                process_cpu_s_per_gb: cpu.process / gb,
+                events,
+            };
+            eprintln!(
+                "  round {round}/{}: {:<26} {:>6.2} Gbit/s, {:.3} CPU s/GB (process {:.3}){}",
+                cfg.rounds,
+                t.contender,
+                t.gbps,
+                t.cpu_s_per_gb,
+                t.process_cpu_s_per_gb,
+                t.events
+                    .map(|(s, d)| format!(", {s} events, {d} dropped"))
+                    .unwrap_or_default()
+            );
+            report.transfers.push(t);
+        }
+    }
+    // Paired per round: bpf_dctcp against each other contender.
+    let of = |label: &str, round: usize| {
+        report
+            .transfers
+            .iter()
+            .find(|t| t.contender == label && t.round == round)
+    };
+    for c in contenders.iter().filter(|c| c.label != "bpf_dctcp") {
+        // bpf_dctcp over a kernel baseline; a traced run over bpf_dctcp.
+        let (a, b) = if c.tracing == Tracing::Off {
+            ("bpf_dctcp", c.label.as_str())
+        } else {
+            (c.label.as_str(), "bpf_dctcp")
+        };
+        let pairs: Vec<(&Transfer, &Transfer)> = (1..=cfg.rounds)
+            .filter_map(|r| Some((of(a, r)?, of(b, r)?)))
+            .collect();
+        let mut cpu: Vec<f64> = pairs
+            .iter()
+            .map(|(x, y)| x.cpu_s_per_gb / y.cpu_s_per_gb)
+            .collect();
+        let mut tput: Vec<f64> = pairs.iter().map(|(x, y)| x.gbps / y.gbps).collect();
+        report
+            .ratios
+            .push(ratio(format!("CPU per GB, {a} / {b}"), &mut cpu));
+        report
+            .ratios
+            .push(ratio(format!("throughput, {a} / {b}"), &mut tput));
+    }
+    // Per-call cost: one more bpf_dctcp transfer with bpf_stats on.
+    {
+        let _stats = BpfStats::on()?;
+        let s0 = prog_stats(&ids);
+        pair.transfer(&dctcp.name, cfg.bytes)?;
+        report.per_call = per_call(&s0, &prog_stats(&ids));
+    }
+    Ok(report)
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SwitchReport {
+    /// Receiver goodput per run: (with marker, round, Gbit/s).
+    pub runs: Vec<(bool, usize, f64)>,
+    pub ratio: Option<Ratio>,
+    pub per_packet: Vec<PerCall>,
+}
+
+/// Two cubic flows for `secs` through a star whose bottleneck is
+/// `bottleneck`, with the BPF switch (the probe taking every `sample`-th
+/// arrival) or without it. Returns the receiver's goodput after slow start
+/// and the switch programs' cost per call (while bpf_stats are on).
+fn through_switch(
+    bottleneck: &Bottleneck,
+    sample: Option<u32>,
+    secs: f64,
+    stop: &Arc<AtomicBool>,
+) -> Result<(f64, Vec<PerCall>)> {
+    let star = Star::build(&StarSpec {
+        senders: 2,
+        delay: None,
+    })?;
+    star.sysctl_hosts("net.ipv4.tcp_ecn", "1")?;
+    bottleneck.install(star.switch.name(), &star.bottleneck_if)?;
+    let before = max_prog_id();
+    let switch = sample
+        .map(|sample| {
+            BpfSwitch::start(
+                None,
+                bottleneck
+                    .backend
+                    .marker_config(bottleneck.buffer_pkts, sample),
+                &star.switch.path(),
+                &star.bottleneck_if,
+                &star.receiver.ns.path(),
+                &star.receiver.ifname,
+            )
+        })
+        .transpose()?;
+    let ids = progs_since(before, "");
+    let s0 = prog_stats(&ids);
+    let flows: Vec<FlowSpec> = (0..2)
+        .map(|sender| FlowSpec {
+            sender,
+            cc: "cubic".into(),
+        })
+        .collect();
+    let iv = Duration::from_millis(100);
+    let results = run_bulk(
+        &star,
+        &flows,
+        Duration::from_secs_f64(secs),
+        iv,
+        stop,
+        |_| Ok(()),
+    )?;
+    let cost = per_call(&s0, &prog_stats(&ids));
+    drop(switch);
+    // Goodput after the first half second (slow start).
+    let skip = 5;
+    let bits: f64 = results
+        .iter()
+        .map(|f| f.series.iter().skip(skip).sum::<u64>() as f64 * 8.0)
+        .sum();
+    let n = results
+        .iter()
+        .map(|f| f.series.len())
+        .max()
+        .unwrap_or(0)
+        .saturating_sub(skip);
+    Ok((bits / (n.max(1) as f64 * iv.as_secs_f64()) / 1e9, cost))
+}
+
+fn switch(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchReport> {
+    let mut report = SwitchReport::default();
+    let mut ratios = Vec::new();
+    // The top rate htb is given; probe mode marks nothing, so TCP behaves
+    // alike with and without the program and only its cost differs.
+    let top = Bottleneck {
+        rate_bps: tc_qdisc::bottleneck::RATE_MAX,
+        buffer_pkts: 425,
+        backend: Backend::Droptail,
+    };
+    for round in 1..=cfg.rounds {
+        let mut pair = [0.0; 2];
+        for (i, sample) in [None, Some(1)].into_iter().enumerate() {
+            let (gbps, _) = through_switch(&top, sample, cfg.switch_secs, stop)?;
+            eprintln!(
+                "  round {round}/{}: bottleneck {} the marker: {gbps:.2} Gbit/s",
+                cfg.rounds,
+                if sample.is_some() { "with" } else { "without" }
+            );
+            report.runs.push((sample.is_some(), round, gbps));
+            pair[i] = gbps;
+        }
+        ratios.push(pair[1] / pair[0]);
+    }
+    report.ratio = Some(ratio(
+        "bottleneck goodput, with / without the marker".into(),
+        &mut ratios,
+    ));
+    // Per packet, as labs run it: bpf-step K = 20 at 1 Gbit/s, the probe
+    // taking every arrival into the ring, and the marker without the probe.
+    let _stats = BpfStats::on()?;
+    let step = Bottleneck::step(1_000_000_000, 425, 20);
+    for (sample, what) in [(1, "marker + probe"), (0, "marker, no probe")] {
+        let (_, cost) = through_switch(&step, Some(sample), cfg.switch_secs, stop)?;
+        for mut p in cost {
+            p.program = format!("{} ({what})", p.program);
+            report.per_packet.push(p);
+        }
+    }
+    Ok(report)
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ScaleRun {
+    pub senders: usize,
+    pub setup_s: f64,
+    pub teardown_s: f64,
+    /// Resident memory of the lab process with the star up, and what
+    /// building it added.
+    pub rss_mib: f64,
+    pub rss_added_mib: f64,
+}
+
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+fn scale(cfg: &BenchConfig) -> Result<Vec<ScaleRun>> {
+    cfg.scale
+        .iter()
+        .map(|&n| {
+            let rss0 = rss_mib();
+            let t = Instant::now();
+            let star = Star::build(&StarSpec {
+                senders: n,
+                delay: None,
+            })?;
+            let setup_s = t.elapsed().as_secs_f64();
+            let rss = rss_mib();
+            let t = Instant::now();
+            drop(star);
+            let run = ScaleRun {
+                senders: n,
+                setup_s,
+                teardown_s: t.elapsed().as_secs_f64(),
+                rss_mib: rss,
+                rss_added_mib: rss - rss0,
+            };
+            eprintln!(
+                "  {n:>3} senders: up in {:.2} s, down in {:.2} s, lab RSS {:.1} MiB (+{:.1})",
+                run.setup_s, run.teardown_s, run.rss_mib, run.rss_added_mib
+            );
+            Ok(run)
+        })
+        .collect()
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    pub kernel: String,
+    pub cpus: usize,
+    pub cpu_model: String,
+    pub commit: String,
+}
+
+fn machine() -> Machine {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    Machine {
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpu_model: cpuinfo
+            .lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split(':').nth(1))
+            .unwrap_or("")
+            .trim()
+            .to_string(),
+        commit: std::process::Command::new("git")
+            .args(["rev-parse", "--short", "HEAD"])
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default(),
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    pub machine: Machine,
+    pub config: BenchConfig,
+    pub algorithms: AlgorithmReport,
+    pub switch: Option<SwitchReport>,
+    pub scale: Vec<ScaleRun>,
+}
+
+pub fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<BenchReport> {
+    cfg.validate()?;
+    let machine = machine();
+    eprintln!(
+        "bench on {} ({} CPUs, {}), commit {}",
+        machine.kernel, machine.cpus, machine.cpu_model, machine.commit
+    );
+    eprintln!(
+        "algorithms: {} rounds of {} MiB per contender, interleaved",
+        cfg.rounds,
+        cfg.bytes >> 20
+    );
+    let algorithms = algorithms(cfg, stop)?;
+    let switch = (cfg.switch_secs > 0.0)
+        .then(|| {
+            eprintln!(
+                "switch: {} rounds of {} s, with and without the marker",
+                cfg.rounds, cfg.switch_secs
+            );
+            switch(cfg, stop)
+        })
+        .transpose()?;
+    if !cfg.scale.is_empty() {
+        eprintln!("lab scale:");
+    }
+    let scale = scale(cfg)?;
+    Ok(BenchReport {
+        machine,
+        config: cfg.clone(),
+        algorithms,
+        switch,
+        scale,
+    })
+}
+
+/// The table `just bench` prints.
+pub fn table(r: &BenchReport) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let median = |label: &str, f: fn(&Transfer) -> f64| {
+        let mut v: Vec<f64> = r
+            .algorithms
+            .transfers
+            .iter()
+            .filter(|t| t.contender == label)
+            .map(f)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let mut labels: Vec<&str> = Vec::new();
+    for t in &r.algorithms.transfers {
+        if !labels.contains(&t.contender.as_str()) {
+            labels.push(&t.contender);
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nbench: {} ({} CPUs), commit {}; {} rounds, {} MiB per transfer",
+        r.machine.kernel,
+        r.machine.cpus,
+        r.machine.commit,
+        r.config.rounds,
+        r.config.bytes >> 20
+    );
+    let _ = writeln!(
+        s,
+        "\n{:<28} {:>10} {:>14} {:>16}",
+        "contender (median)", "Gbit/s", "CPU s/GB", "process s/GB"
+    );
+    for l in &labels {
+        let _ = writeln!(
+            s,
+            "{:<28} {:>10.2} {:>14.3} {:>16.3}",
+            l,
+            median(l, |t| t.gbps),
+            median(l, |t| t.cpu_s_per_gb),
+            median(l, |t| t.process_cpu_s_per_gb)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n{:<52} {:>8} {:>16}",
+        "ratio (paired per round)", "median", "rounds min-max"
+    );
+    let ratios = r
+        .algorithms
+        .ratios
+        .iter()
+        .chain(r.switch.iter().filter_map(|w| w.ratio.as_ref()));
+    for x in ratios {
+        let _ = writeln!(
+            s,
+            "{:<52} {:>8.3} {:>8.3}-{:.3}",
+            x.what, x.median, x.min, x.max
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n{:<44} {:>10} {:>14}",
+        "BPF program (bpf_stats)", "ns/call", "calls"
+    );
+    let programs = r
+        .algorithms
+        .per_call
+        .iter()
+        .chain(r.switch.iter().flat_map(|w| w.per_packet.iter()));
+    for p in programs {
+        let _ = writeln!(s, "{:<44} {:>10.1} {:>14}", p.program, p.ns, p.calls);
+    }
+    if !r.scale.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n{:<10} {:>10} {:>12} {:>12}",
+            "senders", "up (s)", "down (s)", "RSS (MiB)"
+        );
+        for x in &r.scale {
+            let _ = writeln!(
+                s,
+                "{:<10} {:>10.2} {:>12.2} {:>12.1}",
+                x.senders, x.setup_s, x.teardown_s, x.rss_mib
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\ngoals: bpf_dctcp CPU per GB within 3 % of reno and cubic; marker <= 50 ns per packet; \
+         64 senders up and down in < 5 s"
+    );
+    s
+}
