@@ -201,6 +201,7 @@ impl Pair {
         let (ready_tx, ready_rx) = mpsc::channel();
         let server_cc = cc.to_string();
         let server = self.server.spawn(move || -> Result<u64> {
+            pin_to_cpu(1);
             let addr = SocketAddr::from((SERVER, PORT));
             let l = listen_announced(&server_cc, addr, Duration::from_secs(30), &ready_tx)?;
             let (mut s, _) = l.accept()?;
@@ -220,6 +221,7 @@ impl Pair {
         let client_cc = cc.to_string();
         let start = Instant::now();
         let client = self.client.spawn(move || -> Result<()> {
+            pin_to_cpu(0);
             let mut s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
             loader::sockopt::set_congestion(s.as_fd(), &client_cc)?;
             s.connect(&SocketAddr::from((SERVER, PORT)).into())?;
@@ -236,6 +238,19 @@ impl Pair {
         let elapsed = start.elapsed();
         anyhow::ensure!(got == bytes, "server received {got} of {bytes} bytes");
         Ok(elapsed)
+    }
+}
+
+/// Keeps the calling thread on `cpu` (modulo the CPUs there are): sender and
+/// receiver on their own CPUs every time, so rounds differ by the algorithm
+/// and not by where the scheduler put the two ends.
+fn pin_to_cpu(cpu: usize) {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET stays in bounds.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu % n, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
 
