@@ -11,6 +11,8 @@ pub mod netns;
 pub mod plot;
 pub mod prefix;
 pub mod results;
+pub mod rng;
+pub mod rpc;
 pub mod scenario;
 pub mod shortflows;
 pub mod stats;

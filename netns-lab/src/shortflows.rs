@@ -20,6 +20,7 @@ use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::rng::Rng;
 use crate::stats::{summarize, Summary};
 use crate::topology::{Star, RECEIVER_ADDR};
 use crate::traffic::{listen_announced, send_bytes};
@@ -93,38 +94,20 @@ impl FctSummary {
     }
 }
 
-/// splitmix64: small, seeded, good enough for arrival times and sizes.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in (0, 1].
-    fn unit(&mut self) -> f64 {
-        ((self.next() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// The arrivals of `spec` within `window`: (offset, bytes).
 fn schedule(spec: &ShortFlowSpec, window: Duration) -> Vec<(Duration, u64)> {
     let mut rng = Rng(spec.seed);
     let mut t = 0.0;
     let mut out = Vec::new();
     loop {
-        t += -rng.unit().ln() / spec.per_second;
+        t += rng.exp_gap(spec.per_second);
         if t >= window.as_secs_f64() {
             return out;
         }
         let span = spec.max_bytes - spec.min_bytes + 1;
         out.push((
             Duration::from_secs_f64(t),
-            spec.min_bytes + rng.next() % span,
+            spec.min_bytes + rng.next_u64() % span,
         ));
     }
 }
