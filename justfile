@@ -45,6 +45,11 @@ lab-variants *ARGS: _root
     cargo build --release --workspace
     target/release/lab variants {{ARGS}}
 
+# Incast: N workers answer one aggregator at once (paper's incast): `just lab-incast --quick`, `lab incast --help`
+lab-incast *ARGS: _root
+    cargo build --release --workspace
+    target/release/lab incast {{ARGS}}
+
 # Benchmarks, ratios measured side by side in one run (`lab bench --help`); then the kernel's dctcp in the VM
 bench *ARGS: _root
     cargo build --release --workspace

@@ -172,6 +172,57 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Incast: N workers answer one aggregator at once (the DCTCP paper's
+    /// incast experiment).
+    ///
+    /// For each N of --workers and each algorithm, one `rpcgen worker` per
+    /// star sender (a namespace each) and the aggregator, `rpcgen client
+    /// --rounds`, at the receiver: each round asks every worker for its share
+    /// of --response-bytes at once. bpf_dctcp runs on bpf-step at K, kernel
+    /// algorithms on droptail, all with a shallow buffer and RTO_min set on
+    /// the workers' routes. Writes results/incast/<timestamp>/: query
+    /// completion times, timeouts, retransmits, drops and queue per N, plots
+    /// against N, and where timeouts start beside the paper's 10 (TCP) and
+    /// 35 (DCTCP) senders.
+    Incast {
+        /// N = 1, 4, 16 with 20 rounds, for tests and a first look.
+        #[arg(long)]
+        quick: bool,
+        /// Bottleneck rate (100M, 1G, ...).
+        #[arg(long, value_parser = parse_rate, default_value = "1G")]
+        rate: u64,
+        /// Marking threshold K for bpf_dctcp, packets.
+        #[arg(long, default_value_t = 20)]
+        k: u32,
+        /// Switch buffer, packets (the paper: a static 100).
+        #[arg(long, default_value_t = 100)]
+        buffer: u32,
+        /// Worker counts to sweep, comma-separated (1 to 256).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "1,2,4,8,16,24,32,40,48,64"
+        )]
+        workers: Vec<usize>,
+        /// Bytes per round, split evenly over the workers.
+        #[arg(long, default_value_t = 1_000_000)]
+        response_bytes: u64,
+        /// --response-bytes is what each worker sends, not the total.
+        #[arg(long)]
+        per_worker: bool,
+        /// Rounds per N and algorithm (default 200, 20 with --quick).
+        #[arg(long)]
+        rounds: Option<u64>,
+        /// RTO_min of the workers' routes, ms.
+        #[arg(long, default_value_t = 10)]
+        rto_min_ms: u32,
+        /// Algorithms: bpf_dctcp (attached for the run) and kernel ones.
+        #[arg(long, value_delimiter = ',', default_value = "bpf_dctcp,cubic,reno")]
+        algorithms: Vec<String>,
+        /// Results directory (default results/incast/<timestamp>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// What bpf_dctcp, its tracing and the BPF switch cost (`just bench`).
     ///
     /// Each comparison is measured side by side in one run, alternating A and
@@ -350,6 +401,32 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
                 })),
                 warmup: Duration::from_secs(if quick { 1 } else { 2 }),
                 rounds: rounds.unwrap_or(if quick { 1 } else { 2 }),
+            };
+            experiment(&cfg, out.as_deref(), &stop)?;
+        }
+        Command::Incast {
+            quick,
+            rate,
+            k,
+            buffer,
+            workers,
+            response_bytes,
+            per_worker,
+            rounds,
+            rto_min_ms,
+            algorithms,
+            out,
+        } => {
+            let cfg = netns_lab::experiments::incast::IncastConfig {
+                rate_bps: rate,
+                k,
+                buffer_pkts: buffer,
+                workers: if quick { vec![1, 4, 16] } else { workers },
+                response_bytes,
+                per_worker,
+                rounds: rounds.unwrap_or(if quick { 20 } else { 200 }),
+                rto_min_ms,
+                algorithms,
             };
             experiment(&cfg, out.as_deref(), &stop)?;
         }

@@ -668,3 +668,60 @@ fn bench_measures_every_section_and_leaves_nothing() {
     std::fs::remove_file(&report).unwrap();
     assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
 }
+
+/// `lab incast --quick` end to end, then 256 workers (a namespace each)
+/// answering one aggregator: every run measured, the paper beside the
+/// figures, nothing left behind.
+#[test]
+fn incast_runs_every_point_and_256_workers_come_and_go() {
+    require_root();
+    let _serial = serial();
+    let before = namespaces_with("dl");
+    let o = lab(&["incast", "--rounds", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("2 to 100000"), "{}", stderr(&o));
+    let o = lab(&["incast", "--workers", "300"]);
+    assert!(stderr(&o).contains("1 to 256"), "{}", stderr(&o));
+
+    let out = tmpdir("incast");
+    let o = lab(&["incast", "--quick", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs = json(&out.join("runs.json"));
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 9, "3 worker counts x 3 algorithms");
+    for r in runs {
+        let qct = &r["qct_ms"];
+        // 20 rounds, the first a warm-up; none faster than the link allows.
+        assert_eq!(qct["n"], 19, "{r}");
+        assert!(
+            qct["p50"].as_f64().unwrap() >= 0.95 * r["ideal_ms"].as_f64().unwrap(),
+            "{r}"
+        );
+    }
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("| bpf_dctcp | about 35 |"), "{summary}");
+    assert!(summary.contains("| cubic | about 10 |"), "{summary}");
+    for f in ["qct.png", "timeouts.png", "runs.csv"] {
+        assert!(out.join(f).exists(), "missing {f}");
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+
+    let out = tmpdir("incast256");
+    let o = lab(&[
+        "incast",
+        "--workers",
+        "256",
+        "--rounds",
+        "3",
+        "--algorithms",
+        "cubic",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs = json(&out.join("runs.json"));
+    assert_eq!(runs[0]["workers"], 256);
+    assert_eq!(runs[0]["qct_ms"]["n"], 2);
+    std::fs::remove_dir_all(&out).unwrap();
+    assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
+}

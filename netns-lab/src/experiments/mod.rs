@@ -1,5 +1,6 @@
 //! The experiments of the seeds, each writing a results directory.
 
+pub mod incast;
 pub mod queue;
 pub mod variants;
 pub mod xdctcp;
@@ -64,6 +65,16 @@ impl Experiment for xdctcp::XdctcpConfig {
     }
     fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
         xdctcp::run(self, out, stop).map(drop)
+    }
+}
+
+impl Experiment for incast::IncastConfig {
+    const NAME: &'static str = "incast";
+    fn validate(&self) -> Result<()> {
+        incast::IncastConfig::validate(self)
+    }
+    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
+        incast::run(self, out, stop).map(drop)
     }
 }
 
