@@ -50,6 +50,11 @@ lab-incast *ARGS: _root
     cargo build --release --workspace
     target/release/lab incast {{ARGS}}
 
+# RPC tail latency and fairness, DCTCP vs cubic (seed 004): `just lab-rpc --quick`, `lab rpc --help`
+lab-rpc *ARGS: _root
+    cargo build --release --workspace
+    target/release/lab rpc {{ARGS}}
+
 # Benchmarks, ratios measured side by side in one run (`lab bench --help`); then the kernel's dctcp in the VM
 bench *ARGS: _root
     cargo build --release --workspace

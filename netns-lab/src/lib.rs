@@ -13,6 +13,7 @@ pub mod prefix;
 pub mod results;
 pub mod rng;
 pub mod rpc;
+pub mod rpcstar;
 pub mod scenario;
 pub mod shortflows;
 pub mod stats;

@@ -223,6 +223,52 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// RPC tail latency and fairness, DCTCP against cubic (seed 004).
+    ///
+    /// --senders rpcgen workers answer a Poisson stream of RPCs of the --mix
+    /// sizes for the receiver at --load of the bottleneck, once per
+    /// algorithm. Writes results/rpc/<timestamp>/: per size p50, p99, p99.9
+    /// latency and goodput share, Jain's index between sizes,
+    /// retransmissions, drops, and CPU per GB of senders and receiver, in a
+    /// table shaped like seed 004's Figures 5 and 6.
+    Rpc {
+        /// 4 s runs.
+        #[arg(long)]
+        quick: bool,
+        /// Bottleneck rate (100M, 1G, ...).
+        #[arg(long, value_parser = parse_rate, default_value = "1G")]
+        rate: u64,
+        /// Marking threshold K for bpf_dctcp, packets.
+        #[arg(long, default_value_t = 20)]
+        k: u32,
+        /// Switch buffer, packets (deep: cubic builds standing queues in it).
+        #[arg(long, default_value_t = 425)]
+        buffer: u32,
+        /// Sending hosts (seed 004: 2 or 3).
+        #[arg(long, default_value_t = 3)]
+        senders: usize,
+        /// RPC sizes and their share of the RPCs, size:weight,...
+        #[arg(long, default_value = "10000:0.5,1000000:0.5")]
+        mix: netns_lab::rpc::Mix,
+        /// Offered load as a fraction of the bottleneck.
+        #[arg(long, default_value_t = 0.6)]
+        load: f64,
+        /// Seconds per algorithm (default 20, 4 with --quick).
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Persistent connections per sender.
+        #[arg(long, default_value_t = 8)]
+        connections: usize,
+        /// Algorithms: bpf_dctcp (attached for the run) and kernel ones.
+        #[arg(long, value_delimiter = ',', default_value = "bpf_dctcp,cubic")]
+        algorithms: Vec<String>,
+        /// Seed of arrivals and sizes (the same for every algorithm).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Results directory (default results/rpc/<timestamp>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// What bpf_dctcp, its tracing and the BPF switch cost (`just bench`).
     ///
     /// Each comparison is measured side by side in one run, alternating A and
@@ -427,6 +473,36 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
                 rounds: rounds.unwrap_or(if quick { 20 } else { 200 }),
                 rto_min_ms,
                 algorithms,
+            };
+            experiment(&cfg, out.as_deref(), &stop)?;
+        }
+        Command::Rpc {
+            quick,
+            rate,
+            k,
+            buffer,
+            senders,
+            mix,
+            load,
+            duration,
+            connections,
+            algorithms,
+            seed,
+            out,
+        } => {
+            let cfg = netns_lab::experiments::rpc::RpcConfig {
+                rate_bps: rate,
+                k,
+                buffer_pkts: buffer,
+                senders,
+                mix,
+                load,
+                duration: Duration::from_secs_f64(
+                    duration.unwrap_or(if quick { 4.0 } else { 20.0 }).max(0.0),
+                ),
+                connections,
+                algorithms,
+                seed,
             };
             experiment(&cfg, out.as_deref(), &stop)?;
         }

@@ -725,3 +725,62 @@ fn incast_runs_every_point_and_256_workers_come_and_go() {
     std::fs::remove_dir_all(&out).unwrap();
     assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
 }
+
+/// `lab rpc` end to end at 2 s per algorithm: both algorithms, both RPC
+/// sizes, every counter; bad input refused before anything is built.
+#[test]
+fn rpc_lab_reports_both_sizes_for_both_algorithms() {
+    require_root();
+    let _serial = serial();
+    let before = namespaces_with("dl");
+    for (args, expect) in [
+        (&["rpc", "--load", "0"][..], "(0, 1.5]"),
+        (&["rpc", "--senders", "0"], "1 to 16"),
+        (&["rpc", "--mix", "0:1"], "1 to 1073741824"),
+        (&["rpc", "--connections", "0"], "1 to 64"),
+    ] {
+        let o = lab(args);
+        assert_eq!(o.status.code(), Some(2), "lab {args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expect), "lab {args:?}: {}", stderr(&o));
+    }
+    let out = tmpdir("rpc");
+    let o = lab(&[
+        "rpc",
+        "--quick",
+        "--duration",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs = json(&out.join("runs.json"));
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        assert_eq!(r["completed"], r["sent"], "{r}");
+        let sizes = r["sizes"].as_array().unwrap();
+        assert_eq!(sizes.len(), 2);
+        let shares: f64 = sizes
+            .iter()
+            .map(|s| s["goodput_share"].as_f64().unwrap())
+            .sum();
+        assert!((shares - 1.0).abs() < 1e-9, "{r}");
+        for s in sizes {
+            assert!(s["count"].as_u64().unwrap() > 10, "{s}");
+            let (p50, p99, p999) = (
+                s["p50_us"].as_u64().unwrap(),
+                s["p99_us"].as_u64().unwrap(),
+                s["p999_us"].as_u64().unwrap(),
+            );
+            assert!(p50 > 0 && p50 <= p99 && p99 <= p999, "{s}");
+        }
+        assert!(r["sender_cpu_s_per_gb"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["receiver_cpu_s_per_gb"].as_f64().unwrap() > 0.0, "{r}");
+        let j = r["jain"].as_f64().unwrap();
+        assert!((0.5..=1.0).contains(&j), "{r}");
+    }
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("Figures 5 and 6"), "{summary}");
+    std::fs::remove_dir_all(&out).unwrap();
+    assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
+}

@@ -9,27 +9,22 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use loader::algo::Algo;
 use serde::Serialize;
-use tc_qdisc::{qdisc_stats, Backend, Bottleneck, BpfSwitch};
+use tc_qdisc::{Backend, Bottleneck};
 
 use crate::cc::LabCc;
 use crate::experiments::table_header;
-use crate::netns::Netns;
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
+use crate::rpcstar::{rpcgen, RpcStar};
 use crate::stats::{summarize, Summary};
-use crate::topology::{sender_addr, Star, StarSpec, MAX_SENDERS};
+use crate::topology::MAX_SENDERS;
 use crate::units::fmt_rate;
-
-const WORKER_PORT: u16 = 7000;
 
 /// The paper (Alizadeh et al. 2010, static 100-packet buffer, RTO_min
 /// 10 ms): TCP times out beyond about 10 senders, DCTCP from about 35.
@@ -101,83 +96,6 @@ impl IncastConfig {
     }
 }
 
-/// The rpcgen binary built beside this one.
-fn rpcgen() -> Result<PathBuf> {
-    let p = std::env::current_exe()?
-        .parent()
-        .context("no directory of lab")?
-        .join("rpcgen");
-    anyhow::ensure!(
-        p.exists(),
-        "{} is missing: build the workspace (just build)",
-        p.display()
-    );
-    Ok(p)
-}
-
-/// The TCP MIB summed over the worker namespaces (each has its own
-/// /proc/net): retransmission timeouts, tail-loss probes, retransmitted
-/// segments.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct TcpCounters {
-    pub timeouts: u64,
-    pub loss_probes: u64,
-    pub retransmits: u64,
-}
-
-fn tcp_counters(namespaces: &[&Netns]) -> Result<TcpCounters> {
-    let mut total = TcpCounters::default();
-    for ns in namespaces {
-        let c = ns.run(|| -> Result<TcpCounters> {
-            // thread-self: this thread is the one in the namespace.
-            let value = |file: &str, group: &str, key: &str| -> Result<u64> {
-                let text = std::fs::read_to_string(format!("/proc/thread-self/net/{file}"))?;
-                let mut lines = text.lines().filter(|l| l.starts_with(group));
-                let (names, values) = (lines.next(), lines.next());
-                let (Some(names), Some(values)) = (names, values) else {
-                    bail!("{file}: no {group} lines");
-                };
-                names
-                    .split_whitespace()
-                    .zip(values.split_whitespace())
-                    .find(|(n, _)| *n == key)
-                    .and_then(|(_, v)| v.parse().ok())
-                    .with_context(|| format!("{file}: no {key}"))
-            };
-            Ok(TcpCounters {
-                timeouts: value("netstat", "TcpExt:", "TCPTimeouts")?,
-                loss_probes: value("netstat", "TcpExt:", "TCPLossProbes")?,
-                retransmits: value("snmp", "Tcp:", "RetransSegs")?,
-            })
-        })??;
-        total.timeouts += c.timeouts;
-        total.loss_probes += c.loss_probes;
-        total.retransmits += c.retransmits;
-    }
-    Ok(total)
-}
-
-/// Worker processes, killed (SIGTERM, then waited for) when dropped.
-struct Workers(Vec<Child>);
-
-impl Drop for Workers {
-    fn drop(&mut self) {
-        for w in &self.0 {
-            // SAFETY: signalling a child we spawned.
-            unsafe { libc::kill(w.id() as i32, libc::SIGTERM) };
-        }
-        for w in &mut self.0 {
-            let _ = w.wait();
-        }
-    }
-}
-
-fn nsenter(ns: &Netns, bin: &PathBuf) -> Command {
-    let mut c = Command::new("nsenter");
-    c.arg(format!("--net={}", ns.path().display())).arg(bin);
-    c
-}
-
 #[derive(Clone, Debug, Serialize)]
 pub struct IncastRun {
     pub algorithm: String,
@@ -204,12 +122,6 @@ fn one_run(
     n: usize,
     stop: &Arc<AtomicBool>,
 ) -> Result<IncastRun> {
-    let bin = rpcgen()?;
-    let star = Star::build(&StarSpec {
-        senders: n,
-        delay: None,
-    })?;
-    star.sysctl_hosts("net.ipv4.tcp_ecn", "1")?;
     let backend = if algorithm == "bpf_dctcp" {
         Backend::BpfStep { k: cfg.k }
     } else {
@@ -220,90 +132,27 @@ fn one_run(
         buffer_pkts: cfg.buffer_pkts,
         backend,
     };
-    bottleneck.install(star.switch.name(), &star.bottleneck_if)?;
-    let mut switch = BpfSwitch::start(
-        None,
-        bottleneck.backend.marker_config(cfg.buffer_pkts, 1),
-        &star.switch.path(),
-        &star.bottleneck_if,
-        &star.receiver.ns.path(),
-        &star.receiver.ifname,
-    )?;
-    // The paper's RTO_min on the workers' routes (the senders of the data).
-    let rto = format!("{}ms", cfg.rto_min_ms);
-    for (i, h) in star.senders.iter().enumerate() {
-        let gw = format!("198.18.{i}.254");
-        h.ns.ip(&["route", "replace", "default", "via", &gw, "rto_min", &rto])?;
-    }
-    let workers = Workers(
-        star.senders
-            .iter()
-            .map(|h| {
-                let listen = format!("{}:{WORKER_PORT}", h.addr);
-                nsenter(&h.ns, &bin)
-                    .args(["worker", "--listen", &listen, "--cc", cc])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .context("starting rpcgen workers")
-            })
-            .collect::<Result<_>>()?,
-    );
-    // Every worker listening before the aggregator connects.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    for i in 0..n {
-        let addr = std::net::SocketAddr::from((sender_addr(i), WORKER_PORT));
-        let ready = star.receiver.ns.run(move || {
-            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
-        })?;
-        if !ready {
-            anyhow::ensure!(
-                std::time::Instant::now() < deadline,
-                "worker {i} did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    let hosts: Vec<&Netns> = star.senders.iter().map(|h| &h.ns).collect();
-    let c0 = tcp_counters(&hosts)?;
-    let q0 = qdisc_stats::read(star.switch.name(), &star.bottleneck_if)?;
+    // The paper's RTO_min on the workers' routes: they send the data.
+    let mut star = RpcStar::start(n, cc, &bottleneck, Some(cfg.rto_min_ms))?;
     let share = cfg.share(n);
-    let connect: Vec<String> = (0..n)
-        .map(|i| format!("{}:{WORKER_PORT}", sender_addr(i)))
-        .collect();
-    let mut client = nsenter(&star.receiver.ns, &bin)
-        .args(["client", "--connect", &connect.join(","), "--cc", cc])
-        .args([
-            "--resp",
-            &share.to_string(),
-            "--rounds",
-            &cfg.rounds.to_string(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    while client.try_wait()?.is_none() {
-        if stop.load(Ordering::Relaxed) {
-            let _ = client.kill();
-            let _ = client.wait();
-            bail!("interrupted");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = client.wait_with_output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "aggregator failed: {}",
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let c1 = tcp_counters(&hosts)?;
-    let q1 = qdisc_stats::read(star.switch.name(), &star.bottleneck_if)?;
-    let samples = switch.take_trace()?.samples;
-    drop(switch);
-    drop(workers);
+    let args: Vec<String> = [
+        "--connect",
+        &star.worker_addrs(),
+        "--cc",
+        cc,
+        "--resp",
+        &share.to_string(),
+        "--rounds",
+        &cfg.rounds.to_string(),
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    let run = star.client(&args, stop)?;
+    let samples = star.queue()?;
+    drop(star);
     // The first round opens every window from the initial one: a warm-up.
-    let qct: Vec<f64> = report["round_us"]
+    let qct: Vec<f64> = run.report["round_us"]
         .as_array()
         .context("no round times")?
         .iter()
@@ -325,10 +174,10 @@ fn one_run(
         slow_round_fraction: slow as f64 / qct.len().max(1) as f64,
         qct_ms: summarize(&qct),
         ideal_ms,
-        timeouts: c1.timeouts - c0.timeouts,
-        loss_probes: c1.loss_probes - c0.loss_probes,
-        retransmits: c1.retransmits - c0.retransmits,
-        drops: q1.drops - q0.drops,
+        timeouts: run.tcp.timeouts,
+        loss_probes: run.tcp.loss_probes,
+        retransmits: run.tcp.retransmits,
+        drops: run.qdisc.drops,
         queue: summarize(&queue),
     })
 }

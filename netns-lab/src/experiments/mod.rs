@@ -2,6 +2,7 @@
 
 pub mod incast;
 pub mod queue;
+pub mod rpc;
 pub mod variants;
 pub mod xdctcp;
 
@@ -75,6 +76,16 @@ impl Experiment for incast::IncastConfig {
     }
     fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
         incast::run(self, out, stop).map(drop)
+    }
+}
+
+impl Experiment for rpc::RpcConfig {
+    const NAME: &'static str = "rpc";
+    fn validate(&self) -> Result<()> {
+        rpc::RpcConfig::validate(self)
+    }
+    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
+        rpc::run(self, out, stop).map(drop)
     }
 }
 

@@ -1,0 +1,275 @@
+//! A star for request/response experiments: one `rpcgen worker` per sender
+//! namespace, the bottleneck and BPF switch in front of the receiver, and
+//! the aggregator (`rpcgen client`) run at the receiver. Used by `lab
+//! incast` and `lab rpc`.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use tc_qdisc::intf::queue_sample;
+use tc_qdisc::qdisc_stats::{self, QdiscCounters};
+use tc_qdisc::{Bottleneck, BpfSwitch};
+
+use crate::netns::Netns;
+use crate::topology::{sender_addr, Star, StarSpec};
+
+pub const WORKER_PORT: u16 = 7000;
+
+/// The rpcgen binary built beside this one.
+pub fn rpcgen() -> Result<PathBuf> {
+    let p = std::env::current_exe()?
+        .parent()
+        .context("no directory of lab")?
+        .join("rpcgen");
+    anyhow::ensure!(
+        p.exists(),
+        "{} is missing: build the workspace (just build)",
+        p.display()
+    );
+    Ok(p)
+}
+
+/// The TCP MIB summed over namespaces (each has its own /proc/net):
+/// retransmission timeouts, tail-loss probes, retransmitted segments.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct TcpCounters {
+    pub timeouts: u64,
+    pub loss_probes: u64,
+    pub retransmits: u64,
+}
+
+impl TcpCounters {
+    fn of(ns: &Netns) -> Result<TcpCounters> {
+        ns.run(|| -> Result<TcpCounters> {
+            // thread-self: this thread is the one in the namespace.
+            let value = |file: &str, group: &str, key: &str| -> Result<u64> {
+                let text = std::fs::read_to_string(format!("/proc/thread-self/net/{file}"))?;
+                let mut lines = text.lines().filter(|l| l.starts_with(group));
+                let (Some(names), Some(values)) = (lines.next(), lines.next()) else {
+                    bail!("{file}: no {group} lines");
+                };
+                names
+                    .split_whitespace()
+                    .zip(values.split_whitespace())
+                    .find(|(n, _)| *n == key)
+                    .and_then(|(_, v)| v.parse().ok())
+                    .with_context(|| format!("{file}: no {key}"))
+            };
+            Ok(TcpCounters {
+                timeouts: value("netstat", "TcpExt:", "TCPTimeouts")?,
+                loss_probes: value("netstat", "TcpExt:", "TCPLossProbes")?,
+                retransmits: value("snmp", "Tcp:", "RetransSegs")?,
+            })
+        })?
+    }
+
+    fn since(self, before: TcpCounters) -> TcpCounters {
+        TcpCounters {
+            timeouts: self.timeouts - before.timeouts,
+            loss_probes: self.loss_probes - before.loss_probes,
+            retransmits: self.retransmits - before.retransmits,
+        }
+    }
+}
+
+/// CPU seconds (user + system) a process has used so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command name in parentheses: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(0.0))
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / hz
+}
+
+fn nsenter(ns: &Netns, bin: &PathBuf) -> Command {
+    let mut c = Command::new("nsenter");
+    c.arg(format!("--net={}", ns.path().display())).arg(bin);
+    c
+}
+
+/// What one aggregator run measured.
+pub struct ClientRun {
+    pub report: serde_json::Value,
+    /// The workers' retransmission counters over the run.
+    pub tcp: TcpCounters,
+    /// The bottleneck qdisc over the run.
+    pub qdisc: QdiscCounters,
+    /// CE marks over the run: the BPF marker's and the qdisc's.
+    pub marks: u64,
+    /// CPU seconds of the workers together, and of the aggregator.
+    pub worker_cpu_s: f64,
+    pub client_cpu_s: f64,
+}
+
+/// The star with its workers up; everything goes when dropped.
+pub struct RpcStar {
+    star: Star,
+    switch: BpfSwitch,
+    workers: Vec<Child>,
+    bin: PathBuf,
+}
+
+impl RpcStar {
+    /// `n` workers running `cc` behind `bottleneck`; `rto_min_ms` on the
+    /// workers' routes if given.
+    pub fn start(
+        n: usize,
+        cc: &str,
+        bottleneck: &Bottleneck,
+        rto_min_ms: Option<u32>,
+    ) -> Result<RpcStar> {
+        let bin = rpcgen()?;
+        let star = Star::build(&StarSpec {
+            senders: n,
+            delay: None,
+        })?;
+        star.sysctl_hosts("net.ipv4.tcp_ecn", "1")?;
+        bottleneck.install(star.switch.name(), &star.bottleneck_if)?;
+        let switch = BpfSwitch::start(
+            None,
+            bottleneck.backend.marker_config(bottleneck.buffer_pkts, 1),
+            &star.switch.path(),
+            &star.bottleneck_if,
+            &star.receiver.ns.path(),
+            &star.receiver.ifname,
+        )?;
+        if let Some(ms) = rto_min_ms {
+            let rto = format!("{ms}ms");
+            for (i, h) in star.senders.iter().enumerate() {
+                let gw = format!("198.18.{i}.254");
+                h.ns.ip(&["route", "replace", "default", "via", &gw, "rto_min", &rto])?;
+            }
+        }
+        let mut s = RpcStar {
+            star,
+            switch,
+            workers: Vec::new(),
+            bin,
+        };
+        for h in &s.star.senders {
+            let listen = format!("{}:{WORKER_PORT}", h.addr);
+            s.workers.push(
+                nsenter(&h.ns, &s.bin)
+                    .args(["worker", "--listen", &listen, "--cc", cc])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .context("starting rpcgen workers")?,
+            );
+        }
+        s.wait_ready()?;
+        Ok(s)
+    }
+
+    /// Every worker accepts connections before the aggregator starts.
+    fn wait_ready(&self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for i in 0..self.star.senders.len() {
+            let addr = std::net::SocketAddr::from((sender_addr(i), WORKER_PORT));
+            loop {
+                let up = self.star.receiver.ns.run(move || {
+                    std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+                })?;
+                if up {
+                    break;
+                }
+                anyhow::ensure!(Instant::now() < deadline, "rpcgen worker {i} did not start");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn worker_addrs(&self) -> String {
+        (0..self.star.senders.len())
+            .map(|i| format!("{}:{WORKER_PORT}", sender_addr(i)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    fn counters(&self) -> Result<TcpCounters> {
+        let mut total = TcpCounters::default();
+        for h in &self.star.senders {
+            let c = TcpCounters::of(&h.ns)?;
+            total.timeouts += c.timeouts;
+            total.loss_probes += c.loss_probes;
+            total.retransmits += c.retransmits;
+        }
+        Ok(total)
+    }
+
+    /// Runs `rpcgen client <args>` at the receiver to completion (or `stop`).
+    pub fn client(&self, args: &[String], stop: &Arc<AtomicBool>) -> Result<ClientRun> {
+        let ns = self.star.switch.name();
+        let dev = &self.star.bottleneck_if;
+        let (c0, q0) = (self.counters()?, qdisc_stats::read(ns, dev)?);
+        let m0 = self.switch.stats()?.marked;
+        let w0: f64 = self.workers.iter().map(|w| cpu_seconds(w.id())).sum();
+        let mut client = nsenter(&self.star.receiver.ns, &self.bin)
+            .arg("client")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let pid = client.id();
+        let mut client_cpu_s = 0.0;
+        while client.try_wait()?.is_none() {
+            if stop.load(Ordering::Relaxed) {
+                let _ = client.kill();
+                let _ = client.wait();
+                bail!("interrupted");
+            }
+            client_cpu_s = cpu_seconds(pid).max(client_cpu_s);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = client.wait_with_output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "aggregator failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        let w1: f64 = self.workers.iter().map(|w| cpu_seconds(w.id())).sum();
+        let (c1, q1) = (self.counters()?, qdisc_stats::read(ns, dev)?);
+        let m1 = self.switch.stats()?.marked;
+        Ok(ClientRun {
+            report: serde_json::from_slice(&out.stdout)?,
+            tcp: c1.since(c0),
+            qdisc: QdiscCounters {
+                sent_bytes: q1.sent_bytes - q0.sent_bytes,
+                sent_packets: q1.sent_packets - q0.sent_packets,
+                drops: q1.drops - q0.drops,
+                marks: q1.marks - q0.marks,
+            },
+            marks: (m1 - m0) + (q1.marks - q0.marks),
+            worker_cpu_s: w1 - w0,
+            client_cpu_s,
+        })
+    }
+
+    /// The queue at every arrival so far.
+    pub fn queue(&mut self) -> Result<Vec<queue_sample>> {
+        Ok(self.switch.take_trace()?.samples)
+    }
+}
+
+impl Drop for RpcStar {
+    fn drop(&mut self) {
+        for w in &self.workers {
+            // SAFETY: signalling a child we spawned.
+            unsafe { libc::kill(w.id() as i32, libc::SIGTERM) };
+        }
+        for w in &mut self.workers {
+            let _ = w.wait();
+        }
+    }
+}
