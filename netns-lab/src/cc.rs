@@ -40,6 +40,32 @@ impl LabCc {
     }
 }
 
+/// An experiment's algorithms by the names its sockets use: `bpf_dctcp` is
+/// attached for the run under the lab's own name, kernel ones pass through.
+pub struct Algorithms {
+    bpf: Option<LabCc>,
+}
+
+impl Algorithms {
+    pub fn attach(names: &[String]) -> Result<Algorithms> {
+        Ok(Algorithms {
+            bpf: names
+                .iter()
+                .any(|a| a == "bpf_dctcp")
+                .then(|| LabCc::attach(Algo::Dctcp, vec![]))
+                .transpose()?,
+        })
+    }
+
+    /// What TCP_CONGESTION takes for `name`.
+    pub fn cc(&self, name: &str) -> String {
+        match (&self.bpf, name) {
+            (Some(b), "bpf_dctcp") => b.name.clone(),
+            _ => name.to_string(),
+        }
+    }
+}
+
 impl Drop for LabCc {
     fn drop(&mut self) {
         if let Err(e) = instance::detach(&self.name) {

@@ -13,11 +13,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use loader::algo::Algo;
 use serde::Serialize;
 use tc_qdisc::{Backend, Bottleneck};
 
-use crate::cc::LabCc;
+use crate::cc::Algorithms;
 use crate::experiments::table_header;
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
@@ -185,21 +184,13 @@ fn one_run(
 pub fn run(cfg: &IncastConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<IncastRun>> {
     cfg.validate()?;
     out.write_json("config.json", cfg)?;
-    let bpf = cfg
-        .algorithms
-        .iter()
-        .any(|a| a == "bpf_dctcp")
-        .then(|| LabCc::attach(Algo::Dctcp, vec![]))
-        .transpose()?;
+    let algorithms = Algorithms::attach(&cfg.algorithms)?;
     let mut runs = Vec::new();
     let total = cfg.workers.len() * cfg.algorithms.len();
     let mut done = 0;
     for &n in &cfg.workers {
         for a in &cfg.algorithms {
-            let cc = match (&bpf, a.as_str()) {
-                (Some(b), "bpf_dctcp") => b.name.clone(),
-                _ => a.clone(),
-            };
+            let cc = algorithms.cc(a);
             done += 1;
             let r = one_run(cfg, a, &cc, n, stop)?;
             eprintln!(

@@ -10,11 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use loader::algo::Algo;
 use serde::Serialize;
 use tc_qdisc::{Backend, Bottleneck};
 
-use crate::cc::LabCc;
+use crate::cc::Algorithms;
 use crate::experiments::table_header;
 use crate::results::ResultsDir;
 use crate::rpc::Mix;
@@ -184,18 +183,10 @@ fn one_run(cfg: &RpcConfig, algorithm: &str, cc: &str, stop: &Arc<AtomicBool>) -
 pub fn run(cfg: &RpcConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<RpcRun>> {
     cfg.validate()?;
     out.write_json("config.json", cfg)?;
-    let bpf = cfg
-        .algorithms
-        .iter()
-        .any(|a| a == "bpf_dctcp")
-        .then(|| LabCc::attach(Algo::Dctcp, vec![]))
-        .transpose()?;
+    let algorithms = Algorithms::attach(&cfg.algorithms)?;
     let mut runs = Vec::new();
     for a in &cfg.algorithms {
-        let cc = match (&bpf, a.as_str()) {
-            (Some(b), "bpf_dctcp") => b.name.clone(),
-            _ => a.clone(),
-        };
+        let cc = algorithms.cc(a);
         let r = one_run(cfg, a, &cc, stop)?;
         let sizes: Vec<String> = r
             .sizes
