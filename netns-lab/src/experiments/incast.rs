@@ -112,6 +112,9 @@ pub struct IncastRun {
     pub retransmits: u64,
     pub drops: u64,
     pub queue: Summary,
+    /// Every counted round's completion time, ms (raw data, not in runs.json).
+    #[serde(skip)]
+    pub qct_rounds_ms: Vec<f64>,
 }
 
 fn one_run(
@@ -178,6 +181,7 @@ fn one_run(
         retransmits: run.tcp.retransmits,
         drops: run.qdisc.drops,
         queue: summarize(&queue),
+        qct_rounds_ms: qct,
     })
 }
 
@@ -219,6 +223,13 @@ pub fn run(cfg: &IncastConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resu
 }
 
 fn write_csv(out: &ResultsDir, runs: &[IncastRun]) -> Result<()> {
+    let mut w = out.csv("qct.csv.gz", "algorithm,workers,round,qct_ms")?;
+    for r in runs {
+        for (i, q) in r.qct_rounds_ms.iter().enumerate() {
+            writeln!(w, "{},{},{},{q:.3}", r.algorithm, r.workers, i + 2)?;
+        }
+    }
+    drop(w);
     let mut w = out.csv(
         "runs.csv",
         "algorithm,workers,bytes_per_worker,rounds,qct_p50_ms,qct_p99_ms,qct_max_ms,ideal_ms,\
@@ -288,13 +299,11 @@ fn plots(out: &ResultsDir, cfg: &IncastConfig, runs: &[IncastRun]) -> Result<()>
     plot::draw(
         &out.file("timeouts.png"),
         &Chart::new(
-            &format!("Rounds stretched by a retransmission timer against workers ({what})"),
+            &format!("Rounds stretched by a timer ({what})"),
             "workers N",
             "fraction of rounds slower than ideal + RTO_min",
             by(|r| r.slow_round_fraction),
-        )
-        .y_max(1.02)
-        .hline(0.0, String::new()),
+        ),
     )
 }
 
@@ -401,7 +410,8 @@ fn summary(cfg: &IncastConfig, runs: &[IncastRun]) -> String {
         s,
         "\nThe paper's testbed: 1 Gbit/s, 1 MB per query split over N servers, a Broadcom Triumph switch with a \
          static 100-packet buffer per port. Sweep points are the N given (`--workers`); an onset lies between the \
-         last N without and the first N with. Plots: `qct.png`, `timeouts.png`; raw: `runs.csv`, `runs.json`."
+         last N without and the first N with. Plots: `qct.png`, `timeouts.png`; raw: `runs.csv`, `runs.json`, `qct.csv.gz` (every \
+         counted round)."
     );
     s
 }
@@ -424,6 +434,7 @@ mod tests {
             retransmits: 0,
             drops: 0,
             queue: Summary::default(),
+            qct_rounds_ms: vec![],
         }
     }
 

@@ -15,6 +15,7 @@ use tc_qdisc::{Backend, Bottleneck};
 
 use crate::cc::Algorithms;
 use crate::experiments::table_header;
+use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::rpc::Mix;
 use crate::rpcstar::{rpcgen, RpcStar, TcpCounters};
@@ -103,6 +104,9 @@ pub struct RpcRun {
     /// the receiver's (aggregator's).
     pub sender_cpu_s_per_gb: f64,
     pub receiver_cpu_s_per_gb: f64,
+    /// rpcgen's own report (raw data, written beside runs.json).
+    #[serde(skip)]
+    pub report: serde_json::Value,
 }
 
 fn one_run(cfg: &RpcConfig, algorithm: &str, cc: &str, stop: &Arc<AtomicBool>) -> Result<RpcRun> {
@@ -177,6 +181,7 @@ fn one_run(cfg: &RpcConfig, algorithm: &str, cc: &str, stop: &Arc<AtomicBool>) -
         marks: run.marks,
         sender_cpu_s_per_gb: run.worker_cpu_s / gb.max(1e-9),
         receiver_cpu_s_per_gb: run.client_cpu_s / gb.max(1e-9),
+        report: run.report,
     })
 }
 
@@ -209,11 +214,59 @@ pub fn run(cfg: &RpcConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<
             r.tcp.retransmits,
             r.drops
         );
+        out.write_json(&format!("rpcgen-{a}.json"), &r.report)?;
         runs.push(r);
     }
     out.write_json("runs.json", &runs)?;
+    plot_tails(out, cfg, &runs)?;
     out.write_text("summary.md", &summary(cfg, &runs))?;
     Ok(runs)
+}
+
+/// Latency at p50, p99 and p99.9 per size and algorithm, one chart per
+/// size: the shape of seed 004's Figures 5 and 6.
+fn plot_tails(out: &ResultsDir, cfg: &RpcConfig, runs: &[RpcRun]) -> Result<()> {
+    let titles: Vec<String> = cfg
+        .mix
+        .0
+        .iter()
+        .map(|(bytes, _)| {
+            format!(
+                "{bytes}-byte RPCs: latency at p50, p99, p99.9 ({} load)",
+                cfg.load
+            )
+        })
+        .collect();
+    let charts: Vec<Chart> = cfg
+        .mix
+        .0
+        .iter()
+        .zip(&titles)
+        .map(|(&(bytes, _), title)| {
+            let series = runs
+                .iter()
+                .filter_map(|r| {
+                    let x = r.sizes.iter().find(|x| x.bytes == bytes)?;
+                    Some(Series {
+                        name: r.algorithm.clone(),
+                        // x in nines, -log10(1 - q): p50, p99, p99.9 evenly apart.
+                        points: vec![
+                            (0.301, x.p50_us as f64 / 1e3),
+                            (2.0, x.p99_us as f64 / 1e3),
+                            (3.0, x.p999_us as f64 / 1e3),
+                        ],
+                    })
+                })
+                .collect();
+            Chart::new(
+                title,
+                "nines: 0.3 = p50, 2 = p99, 3 = p99.9",
+                "latency (ms)",
+                series,
+            )
+        })
+        .collect();
+    plot::draw_stack(&out.file("tails.png"), &charts)
 }
 
 fn summary(cfg: &RpcConfig, runs: &[RpcRun]) -> String {
@@ -316,7 +369,8 @@ fn summary(cfg: &RpcConfig, runs: &[RpcRun]) -> String {
          times against cubic, while the 1 MB RPCs' tails rose somewhat because the 10 KB RPCs got more of the \
          bandwidth; discards fell 300-1000x and retransmissions up to 500x; CPU rose 1-14 %. Jain's index here is \
          over the sizes' per-RPC goodput (size over latency): 1 when a 10 KB RPC moves as fast as a 1 MB one. CPU \
-         is the rpcgen processes' user + system time; the kernel's softirq work is not in it."
+         is the rpcgen processes' user + system time; the kernel's softirq work is not in it. Plot: `tails.png`; raw: \
+         `runs.json`, `rpcgen-<algorithm>.json` (rpcgen's report: counts, HDR percentiles per size)."
     );
     s
 }
