@@ -8,7 +8,7 @@ export PATH := env_var('HOME') + "/.cargo/bin:" + env_var('PATH')
 loader := "target/release/loader"
 
 # BPF programs this project loads, as `bpftool prog show` names them
-our_progs := " name (dctcp_|dump_tcp|bottleneck_egre|receiver_ingre)"
+our_progs := " name ([xk]?dctcp_|dump_tcp|bottleneck_egre|receiver_ingre)"
 
 # Show the recipes
 default:
@@ -93,12 +93,13 @@ check-leftovers: _root
     ns=$(ip netns list | grep -cE '^dl[0-9a-f]{5}' || true)
     links=$(ls /sys/class/net | grep -cE '^dl[0-9a-f]{5}' || true)
     pins=$( (find /sys/fs/bpf/dctcp-bpf /sys/fs/bpf/dctcp-bpf-lab 2>/dev/null || true) | wc -l)
-    cc=$(tr ' ' '\n' </proc/sys/net/ipv4/tcp_available_congestion_control | grep -cE '^(bpf_dctcp|t_|dl[0-9a-f]{5})' || true)
+    cc=$(tr ' ' '\n' </proc/sys/net/ipv4/tcp_available_congestion_control | grep -cE '^(bpf_[xk]?dctcp|t_|dl[0-9a-f]{5})' || true)
     locks=$( (ls /run/dctcp-lab 2>/dev/null || true) | wc -l)
-    echo "leftovers: $ns namespaces, $links links, $pins pins, $cc registrations, $progs programs, $locks lab locks"
+    rpcgen=$( (pgrep -x rpcgen || true) | wc -l)
+    echo "leftovers: $ns namespaces, $links links, $pins pins, $cc registrations, $progs programs, $locks lab locks, $rpcgen rpcgen processes"
     failed=0
-    for n in "$ns" "$links" "$pins" "$cc" "$progs" "$locks"; do [ "$n" -eq 0 ] || failed=$((failed + 1)); done
-    echo "check-leftovers: $((6 - failed)) passed, $failed failed"
+    for n in "$ns" "$links" "$pins" "$cc" "$progs" "$locks" "$rpcgen"; do [ "$n" -eq 0 ] || failed=$((failed + 1)); done
+    echo "check-leftovers: $((7 - failed)) passed, $failed failed"
     [ "$failed" -eq 0 ]
 
 # Programs of ours already loaded before a test run (a kernel that leaked a

@@ -91,9 +91,20 @@ fn cpu_seconds(pid: u32) -> f64 {
     (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / hz
 }
 
+/// `rpcgen` in `ns`. It gets SIGTERM if lab dies first (even by SIGKILL),
+/// so no worker outlives a killed run inside a namespace `lab cleanup`
+/// removes. nsenter execs rpcgen, which keeps the death signal.
 fn nsenter(ns: &Netns, bin: &PathBuf) -> Command {
+    use std::os::unix::process::CommandExt;
     let mut c = Command::new("nsenter");
     c.arg(format!("--net={}", ns.path().display())).arg(bin);
+    // SAFETY: prctl is async-signal-safe; nothing else runs before exec.
+    unsafe {
+        c.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
     c
 }
 

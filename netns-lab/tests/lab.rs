@@ -784,3 +784,58 @@ fn rpc_lab_reports_both_sizes_for_both_algorithms() {
     std::fs::remove_dir_all(&out).unwrap();
     assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
 }
+
+fn rpcgen_processes() -> usize {
+    let o = Command::new("pgrep")
+        .args(["-x", "rpcgen"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).lines().count()
+}
+
+/// A lab killed outright (SIGKILL, no teardown) leaves no rpcgen behind:
+/// the workers die with it, and `lab cleanup` removes its namespaces.
+#[test]
+fn a_killed_incast_takes_its_workers_along() {
+    require_root();
+    let _serial = serial();
+    let before = namespaces_with("dl");
+    let out = tmpdir("incast-kill");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args([
+            "incast",
+            "--workers",
+            "8",
+            "--rounds",
+            "100000",
+            "--algorithms",
+            "cubic",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while rpcgen_processes() < 9 {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "workers and aggregator never all ran"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t = Instant::now();
+    while rpcgen_processes() > 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "rpcgen outlived a killed lab"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = lab(&["cleanup"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(namespaces_with("dl"), before, "cleanup left namespaces");
+    let _ = std::fs::remove_dir_all(&out);
+}
