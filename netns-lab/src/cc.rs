@@ -59,10 +59,32 @@ impl Algorithms {
 
     /// What TCP_CONGESTION takes for `name`.
     pub fn cc(&self, name: &str) -> String {
-        match (&self.bpf, name) {
-            (Some(b), "bpf_dctcp") => b.name.clone(),
-            _ => name.to_string(),
-        }
+        self.ours(name)
+            .map_or_else(|| name.to_string(), |b| b.name.clone())
+    }
+
+    /// The BPF algorithm attached for `name`, if it is ours.
+    pub fn ours(&self, name: &str) -> Option<&LabCc> {
+        self.bpf.as_ref().filter(|_| name == "bpf_dctcp")
+    }
+}
+
+/// The switch of the workload experiments: DCTCP's step marker at K for
+/// bpf_dctcp, a plain drop-tail queue for the kernel's algorithms.
+pub fn switch_for(
+    algorithm: &str,
+    rate_bps: u64,
+    buffer_pkts: u32,
+    k: u32,
+) -> tc_qdisc::Bottleneck {
+    tc_qdisc::Bottleneck {
+        rate_bps,
+        buffer_pkts,
+        backend: if algorithm == "bpf_dctcp" {
+            tc_qdisc::Backend::BpfStep { k }
+        } else {
+            tc_qdisc::Backend::Droptail
+        },
     }
 }
 

@@ -130,7 +130,8 @@ impl From<marker_stats> for MarkerCounts {
     }
 }
 
-fn monotonic_ns() -> u64 {
+/// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns and so of every trace event.
+pub fn monotonic_ns() -> u64 {
     let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
     // SAFETY: valid out-pointer; CLOCK_MONOTONIC is what bpf_ktime_get_ns reads.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };

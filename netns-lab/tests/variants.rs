@@ -13,22 +13,13 @@ use loader::intf::{
 };
 use loader::model;
 use netns_lab::cc::LabCc;
-use netns_lab::scenario::{self, RunData, Scenario};
+use netns_lab::scenario::{self, monotonic_ns, RunData, Scenario};
 
 const TCP_CA_CWR: u8 = 2;
 
 mod common;
 
 use common::{require_root, serial};
-
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 fn assignments(list: &[&str]) -> Vec<loader::params::Assignment> {
     list.iter().map(|a| a.parse().unwrap()).collect()

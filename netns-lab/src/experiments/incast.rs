@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use tc_qdisc::{Backend, Bottleneck};
+use tc_qdisc::Bottleneck;
 
-use crate::cc::Algorithms;
+use crate::cc::{switch_for, Algorithms};
 use crate::experiments::table_header;
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
@@ -124,16 +124,7 @@ fn one_run(
     n: usize,
     stop: &Arc<AtomicBool>,
 ) -> Result<IncastRun> {
-    let backend = if algorithm == "bpf_dctcp" {
-        Backend::BpfStep { k: cfg.k }
-    } else {
-        Backend::Droptail
-    };
-    let bottleneck = Bottleneck {
-        rate_bps: cfg.rate_bps,
-        buffer_pkts: cfg.buffer_pkts,
-        backend,
-    };
+    let bottleneck = switch_for(algorithm, cfg.rate_bps, cfg.buffer_pkts, cfg.k);
     // The paper's RTO_min on the workers' routes: they send the data.
     let mut star = RpcStar::start(n, cc, &bottleneck, Some(cfg.rto_min_ms))?;
     let share = cfg.share(n);

@@ -10,19 +10,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use loader::algo::Algo;
 use serde::Serialize;
 use tc_qdisc::intf::queue_sample;
 use tc_qdisc::{Backend, Bottleneck};
 
-use crate::cc::LabCc;
+use crate::cc::Algorithms;
 use crate::cctrace::CcTrace;
 use crate::experiments::{repairs_note, run_scenario, table_header};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::scenario::{Outcome, Scenario};
 use crate::stats::cdf;
-use crate::traffic::FlowSpec;
 use crate::units::{fmt_rate, rate_tag};
 
 #[derive(Clone, Debug, Serialize)]
@@ -139,15 +137,8 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
         .map(|v| parse_variant(v).map_err(anyhow::Error::msg))
         .collect::<Result<_>>()?;
     // Our algorithm is attached under the lab's own name for this run.
-    let bpf = variants
-        .iter()
-        .any(|v| v.cc == "bpf_dctcp")
-        .then(|| LabCc::attach(Algo::Dctcp, vec![]))
-        .transpose()?;
-    let cc_name = |v: &Variant| match (&bpf, v.cc.as_str()) {
-        (Some(b), "bpf_dctcp") => b.name.clone(),
-        _ => v.cc.clone(),
-    };
+    let names: Vec<String> = variants.iter().map(|v| v.cc.clone()).collect();
+    let algorithms = Algorithms::attach(&names)?;
 
     let total = cfg.rates_bps.len() * variants.len();
     let mut outcomes = Vec::new();
@@ -155,31 +146,24 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
     for (ri, &rate) in cfg.rates_bps.iter().enumerate() {
         for (vi, v) in variants.iter().enumerate() {
             let n = ri * variants.len() + vi + 1;
-            let scn = Scenario {
-                label: v.label(),
-                bottleneck: Bottleneck {
-                    rate_bps: rate,
-                    buffer_pkts: cfg.buffer_pkts,
-                    backend: backend_for(&v.backend, cfg.k, rate)?,
-                },
-                flows: (0..cfg.flows)
-                    .map(|i| FlowSpec {
-                        sender: i,
-                        cc: cc_name(v),
-                    })
-                    .collect(),
-                duration: cfg.duration,
-                warmup: cfg.warmup,
-                delay: cfg.delay,
-                interval: Duration::from_millis(100),
-                trace_algorithm: bpf
-                    .as_ref()
-                    .filter(|_| cfg.trace)
-                    .filter(|b| b.name == cc_name(v))
-                    .map(|b| b.name.clone()),
-                short_flows: None,
+            let ours = algorithms.ours(&v.cc);
+            let bottleneck = Bottleneck {
+                rate_bps: rate,
+                buffer_pkts: cfg.buffer_pkts,
+                backend: backend_for(&v.backend, cfg.k, rate)?,
             };
-            let ours = bpf.as_ref().filter(|b| b.name == cc_name(v));
+            let scn = Scenario {
+                delay: cfg.delay,
+                trace_algorithm: ours.filter(|_| cfg.trace).map(|b| b.name.clone()),
+                ..Scenario::long_flows(
+                    &v.label(),
+                    bottleneck,
+                    cfg.flows,
+                    &algorithms.cc(&v.cc),
+                    cfg.duration,
+                    cfg.warmup,
+                )
+            };
             let msg = format!("run {n}/{total}: {} {}", fmt_rate(rate), v.label());
             let run = run_scenario(&scn, ours, msg, stop)?;
             let (outcome, samples) = (run.outcome, run.samples);

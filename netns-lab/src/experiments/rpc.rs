@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 use serde::Serialize;
-use tc_qdisc::{Backend, Bottleneck};
+use tc_qdisc::Bottleneck;
 
-use crate::cc::Algorithms;
+use crate::cc::{switch_for, Algorithms};
 use crate::experiments::table_header;
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
@@ -110,16 +110,7 @@ pub struct RpcRun {
 }
 
 fn one_run(cfg: &RpcConfig, algorithm: &str, cc: &str, stop: &Arc<AtomicBool>) -> Result<RpcRun> {
-    let backend = if algorithm == "bpf_dctcp" {
-        Backend::BpfStep { k: cfg.k }
-    } else {
-        Backend::Droptail
-    };
-    let bottleneck = Bottleneck {
-        rate_bps: cfg.rate_bps,
-        buffer_pkts: cfg.buffer_pkts,
-        backend,
-    };
+    let bottleneck = switch_for(algorithm, cfg.rate_bps, cfg.buffer_pkts, cfg.k);
     let star = RpcStar::start(cfg.senders, cc, &bottleneck, None)?;
     let mix: Vec<String> = cfg.mix.0.iter().map(|(s, w)| format!("{s}:{w}")).collect();
     let args: Vec<String> = [

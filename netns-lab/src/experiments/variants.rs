@@ -336,7 +336,7 @@ pub fn run(
             runs.push(v);
         }
     }
-    plot_traces(out, cfg, &cwnd_panels, alpha_lines, queue_cdfs)?;
+    plot_traces(out, cfg, cwnd_panels, alpha_lines, queue_cdfs)?;
     out.write_json("runs.json", &runs)?;
     out.write_text("summary.md", &summary(cfg, &runs))?;
     Ok(runs)
@@ -345,7 +345,7 @@ pub fn run(
 fn plot_traces(
     out: &ResultsDir,
     cfg: &VariantsConfig,
-    cwnd_panels: &[(String, Vec<Series>)],
+    cwnd_panels: Vec<(String, Vec<Series>)>,
     alpha_lines: Vec<Series>,
     queue_cdfs: Vec<Series>,
 ) -> Result<()> {
@@ -360,20 +360,14 @@ fn plot_traces(
         .map(|(label, _)| format!("{label}: cwnd from the start ({what})"))
         .collect();
     let charts: Vec<Chart> = cwnd_panels
-        .iter()
+        .into_iter()
         .zip(&titles)
         .map(|((_, series), title)| {
             Chart::new(
                 title,
                 "time since the flow's start (s)",
                 "cwnd (packets)",
-                series
-                    .iter()
-                    .map(|s| Series {
-                        name: s.name.clone(),
-                        points: s.points.clone(),
-                    })
-                    .collect(),
+                series,
             )
         })
         .collect();
