@@ -110,7 +110,7 @@ pub struct Cpu {
 }
 
 impl Cpu {
-    fn now() -> Result<Cpu> {
+    pub(crate) fn now() -> Result<Cpu> {
         let stat = std::fs::read_to_string("/proc/stat")?;
         let f: Vec<f64> = stat
             .lines()
@@ -135,7 +135,7 @@ impl Cpu {
         })
     }
 
-    fn since(self, before: Cpu) -> Cpu {
+    pub(crate) fn since(self, before: Cpu) -> Cpu {
         Cpu {
             user: self.user - before.user,
             system: self.system - before.system,

@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use crate::netns::ip;
-use crate::prefix::Prefix;
+use crate::prefix::{Prefix, HTB_STATE};
 
 /// Names of lab objects among the entries of `dir`, sorted.
 fn lab_names_in(dir: &str) -> Vec<String> {
@@ -69,6 +69,9 @@ pub fn cleanup(include_live: bool) -> Result<Vec<String>> {
     for lock in Prefix::stale_locks() {
         Prefix::remove_lock(&lock);
         removed.push(format!("lock {lock}"));
+    }
+    if tc_qdisc::hysteresis::restore_abandoned(std::path::Path::new(HTB_STATE))? {
+        removed.push("htb hysteresis mode (sch_htb.htb_hysteresis put back)".into());
     }
     Ok(removed)
 }

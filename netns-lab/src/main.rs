@@ -13,8 +13,10 @@ use netns_lab::experiments::queue::{self, QueueConfig};
 use netns_lab::experiments::variants::VariantsConfig;
 use netns_lab::experiments::xdctcp::{Grid, Setting, XdctcpConfig};
 use netns_lab::experiments::Experiment;
+use netns_lab::prefix::HTB_STATE;
 use netns_lab::results::ResultsDir;
 use netns_lab::units::parse_rate;
+use tc_qdisc::hysteresis::Hysteresis;
 
 /// Network-namespace labs for DCTCP: a switch that marks ECN at a threshold
 /// K, senders and a receiver in their own namespaces, and the experiments of
@@ -25,6 +27,16 @@ struct Cli {
     /// More log output (-v info, -vv debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Run htb, the bottleneck's shaper, in hysteresis mode for the
+    /// experiment: the kernel's sch_htb.htb_hysteresis, a global setting,
+    /// set to 1 and put back when the last lab holding it exits (by `lab
+    /// cleanup` after a killed run). htb then sends up to its burst (100 us
+    /// of line rate, at least 2 packets) before it waits, instead of arming
+    /// a timer for every packet. At 1 Gbit/s on a virtual machine those
+    /// timers can take most of the CPUs (each run's softirq share is in
+    /// summary.md); README "The lab at 1 Gbit/s" has what it changes.
+    #[arg(long, global = true)]
+    htb_hysteresis: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -333,11 +345,15 @@ fn require_root() -> Result<()> {
 fn experiment<E: Experiment>(
     cfg: &E,
     out: Option<&std::path::Path>,
+    htb_hysteresis: bool,
     stop: &Arc<AtomicBool>,
 ) -> Result<()> {
     cfg.validate()
         .map_err(|e| anyhow::Error::new(loader::error::UsageError(format!("{e:#}"))))?;
     require_root()?;
+    let _htb = htb_hysteresis
+        .then(|| Hysteresis::hold(std::path::Path::new(HTB_STATE)))
+        .transpose()?;
     let dir = ResultsDir::create(&queue::default_root(), E::NAME, out)?;
     cfg.run(&dir, stop)?;
     println!("results: {}", dir.path.display());
@@ -346,6 +362,7 @@ fn experiment<E: Experiment>(
 }
 
 fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
+    let htb = cli.htb_hysteresis;
     match cli.command {
         Command::Queue {
             quick,
@@ -375,7 +392,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
                 delay: delay_ms.map(|ms| Duration::from_secs_f64(ms / 1e3)),
                 trace: !no_trace,
             };
-            experiment(&cfg, out.as_deref(), &stop)?;
+            experiment(&cfg, out.as_deref(), htb, &stop)?;
         }
         Command::Xdctcp {
             quick,
@@ -426,7 +443,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
                 sweep_duration: secs(sweep_duration, 8.0, 4.0),
                 seed,
             };
-            experiment(&cfg, out.as_deref(), &stop)?;
+            experiment(&cfg, out.as_deref(), htb, &stop)?;
         }
         Command::Variants {
             quick,
@@ -448,7 +465,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
                 warmup: Duration::from_secs(if quick { 1 } else { 2 }),
                 rounds: rounds.unwrap_or(if quick { 1 } else { 2 }),
             };
-            experiment(&cfg, out.as_deref(), &stop)?;
+            experiment(&cfg, out.as_deref(), htb, &stop)?;
         }
         Command::Incast {
             quick,
@@ -474,7 +491,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
                 rto_min_ms,
                 algorithms,
             };
-            experiment(&cfg, out.as_deref(), &stop)?;
+            experiment(&cfg, out.as_deref(), htb, &stop)?;
         }
         Command::Rpc {
             quick,
@@ -504,7 +521,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
                 algorithms,
                 seed,
             };
-            experiment(&cfg, out.as_deref(), &stop)?;
+            experiment(&cfg, out.as_deref(), htb, &stop)?;
         }
         Command::Bench {
             quick,

@@ -14,6 +14,9 @@ use anyhow::{Context, Result};
 const TAG: &str = "dl";
 const HEX: usize = 5;
 pub const LOCK_DIR: &str = "/run/dctcp-lab";
+/// Who holds htb's hysteresis mode on, and the value it had before
+/// (`tc_qdisc::hysteresis`). Beside LOCK_DIR, whose files are all locks.
+pub const HTB_STATE: &str = "/run/dctcp-lab.htb_hysteresis";
 
 /// A lab's prefix, reserved by its lock file until dropped.
 #[derive(Debug, PartialEq, Eq)]

@@ -12,6 +12,7 @@ use tc_qdisc::intf::{marker_stats, queue_sample};
 use tc_qdisc::qdisc_stats::{self, QdiscCounters};
 use tc_qdisc::{Bottleneck, BpfSwitch, RxFlow};
 
+use crate::bench::Cpu;
 use crate::cctrace::{CcTrace, Recorder, TraceCheck};
 use crate::shortflows::{FctSummary, ShortFlow, ShortFlowSpec, ShortFlows};
 use crate::stats::{summarize, Summary};
@@ -107,6 +108,11 @@ pub struct Outcome {
     pub trace_check: Option<TraceCheck>,
     /// Completion times of the short flows, if the scenario had them.
     pub short_fct: Option<FctSummary>,
+    /// Share of all CPUs the machine spent in irq and softirq over the
+    /// window: near 1, the lab measures its host, not the network.
+    pub softirq_share: f64,
+    /// htb's hysteresis mode during the run (`lab --htb-hysteresis`).
+    pub htb_hysteresis: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -190,7 +196,7 @@ pub fn run(
 
     let ns = star.switch.name().to_string();
     let dev = star.bottleneck_if.clone();
-    let mut at_warmup: Option<(u64, QdiscCounters, marker_stats)> = None;
+    let mut at_warmup: Option<(u64, QdiscCounters, marker_stats, Cpu)> = None;
     let recorder = scn
         .trace_algorithm
         .as_deref()
@@ -207,12 +213,14 @@ pub fn run(
                 monotonic_ns(),
                 qdisc_stats::read(&ns, &dev)?,
                 switch.stats()?,
+                Cpu::now()?,
             ));
         }
         progress(t);
         Ok(())
     })?;
     let end_ns = monotonic_ns();
+    let end_cpu = Cpu::now()?;
     let short = short.map(ShortFlows::finish).transpose()?;
     let cc_trace = recorder.map(Recorder::finish).transpose()?;
     let end_q = qdisc_stats::read(&ns, &dev)?;
@@ -222,8 +230,10 @@ pub fn run(
     drop(switch);
     drop(star);
 
-    let (t0, q0, m0) = at_warmup.unwrap_or((0, QdiscCounters::default(), marker_stats::default()));
+    let (t0, q0, m0, cpu0) = at_warmup.unwrap_or_default();
     let window_s = (end_ns.saturating_sub(t0)) as f64 / 1e9;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let softirq_share = end_cpu.since(cpu0).softirq / (window_s * cpus).max(f64::MIN_POSITIVE);
     let samples: Vec<queue_sample> = trace
         .samples
         .into_iter()
@@ -273,6 +283,8 @@ pub fn run(
         guard_repairs: (0, 0, 0),
         trace_check: None,
         short_fct: short.as_deref().map(FctSummary::of),
+        softirq_share,
+        htb_hysteresis: tc_qdisc::hysteresis::current(),
     };
     let mut outcome = outcome;
     outcome.trace_check = cc_trace

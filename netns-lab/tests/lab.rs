@@ -839,3 +839,91 @@ fn a_killed_incast_takes_its_workers_along() {
     assert_eq!(namespaces_with("dl"), before, "cleanup left namespaces");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+fn htb_hysteresis() -> String {
+    std::fs::read_to_string("/sys/module/sch_htb/parameters/htb_hysteresis")
+        .expect("this kernel's htb has the hysteresis parameter")
+        .trim()
+        .to_string()
+}
+
+/// `lab queue` of one bpf_dctcp run at `rate` into `out`, then `extra`.
+fn one_dctcp_run<'a>(rate: &'a str, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "queue",
+        "--rates",
+        rate,
+        "--variants",
+        "bpf_dctcp:bpf-step",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn htb_hysteresis_is_held_for_the_run_and_put_back_even_after_a_kill() {
+    require_root();
+    let _serial = serial();
+    let state = Path::new(netns_lab::prefix::HTB_STATE);
+    let original = htb_hysteresis();
+    assert!(!state.exists(), "a lab already holds htb hysteresis");
+
+    // A finished run: on during it (its outcome says so), put back after.
+    let out = tmpdir("htb");
+    let o = lab(&one_dctcp_run(
+        "1G",
+        &out,
+        &["--quick", "--no-trace", "--htb-hysteresis"],
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = outcome(&out, "1G-bpf_dctcp-bpf-step");
+    assert_eq!(r["htb_hysteresis"], true, "{r}");
+    let softirq = r["softirq_share"].as_f64().unwrap();
+    assert!(softirq > 0.0 && softirq <= 1.0, "softirq share {softirq}");
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("htb hysteresis: on"), "{summary}");
+    assert_eq!(htb_hysteresis(), original);
+    assert!(!state.exists());
+    let _ = std::fs::remove_dir_all(&out);
+
+    // Unasked, the lab leaves htb alone.
+    let out = tmpdir("htb-off");
+    let o = lab(&one_dctcp_run("100M", &out, &["--duration", "2"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = outcome(&out, "100M-bpf_dctcp-bpf-step");
+    assert_eq!(r["htb_hysteresis"], original != "0", "{r}");
+    let _ = std::fs::remove_dir_all(&out);
+
+    // A killed run leaves it on; `lab cleanup` puts it back.
+    let out = tmpdir("htb-kill");
+    let mut child = spawn_lab(&one_dctcp_run(
+        "1G",
+        &out,
+        &["--duration", "20", "--htb-hysteresis"],
+    ));
+    let pid = child.id();
+    let t = Instant::now();
+    while lab_objects_of(pid).is_empty() && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!lab_objects_of(pid).is_empty(), "lab never came up");
+    assert_eq!(htb_hysteresis(), "1");
+    let holders = std::fs::read_to_string(state).unwrap();
+    assert!(
+        holders.lines().skip(1).any(|l| l == pid.to_string()),
+        "{holders}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(htb_hysteresis(), "1", "nobody restored it yet");
+    let o = lab(&["cleanup"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("htb hysteresis"), "{said}");
+    assert_eq!(htb_hysteresis(), original);
+    assert!(!state.exists());
+    assert!(lab_objects_of(pid).is_empty());
+    let _ = std::fs::remove_dir_all(&out);
+}

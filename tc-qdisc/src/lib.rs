@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod bottleneck;
 pub mod doctor;
+pub mod hysteresis;
 pub mod intf;
 pub mod marker;
 pub mod qdisc_stats;

@@ -437,6 +437,30 @@ fn mark(ok: bool) -> &'static str {
 }
 
 /// Theory (Alizadeh et al. 2010, section 3.3) beside the measurements.
+/// The host's share in the figures: a lab whose CPUs are busy forwarding
+/// packets holds them back in its own backlogs, out of the switch's queue.
+fn host_note(outcomes: &[Outcome]) -> String {
+    let htb = match outcomes.first().and_then(|o| o.htb_hysteresis) {
+        Some(true) => "on (`--htb-hysteresis`: htb sends its burst before it waits)",
+        Some(false) => "off (htb arms a timer for every packet it holds back)",
+        None => "unknown",
+    };
+    let mut s = format!(
+        "Host softirq: the share of all CPUs in irq and softirq during the measured window. htb hysteresis: {htb}."
+    );
+    if let Some(o) = outcomes.iter().find(|o| o.softirq_share > 0.5) {
+        let _ = write!(
+            s,
+            " At {} the host spent {:.0}% of its CPUs forwarding: packets waited in its backlogs, not in the \
+             switch's queue, so the queue there measures the host as much as DCTCP (README: the lab at 1 Gbit/s; \
+             `lab --htb-hysteresis`).",
+            fmt_rate(o.rate_bps),
+            o.softirq_share * 100.0
+        );
+    }
+    s
+}
+
 fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> String {
     let n = cfg.flows as f64;
     let k = f64::from(cfg.k);
@@ -467,6 +491,8 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
             "marks",
             "CE at receiver",
             "goodput per flow (Mbit/s)",
+            "guard repairs",
+            "host softirq",
         ],
     );
     for o in outcomes {
@@ -477,7 +503,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
             .collect();
         let _ = writeln!(
             s,
-            "| {} | {} | {:.1} | {:.0}-{:.0} | {:.0} | {:.1}% | {:.1}% | {} | {} | {:.2}% | {} | {} / {} / {} |",
+            "| {} | {} | {:.1} | {:.0}-{:.0} | {:.0} | {:.1}% | {:.1}% | {} | {} | {:.2}% | {} | {} / {} / {} | {:.0}% |",
             fmt_rate(o.rate_bps),
             o.label,
             o.queue.mean,
@@ -492,7 +518,8 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
             gp.join(" / "),
             o.guard_repairs.0,
             o.guard_repairs.1,
-            o.guard_repairs.2
+            o.guard_repairs.2,
+            o.softirq_share * 100.0
         );
     }
     let _ = writeln!(
@@ -501,6 +528,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
          held while far more was in flight than the reduction started from (the kernel issue in the README); \
          0 / 0 / 0 means the run never met it.\n"
     );
+    let _ = writeln!(s, "{}", host_note(outcomes));
     let _ = writeln!(s, "\n## Against theory and the reference traces\n");
     let _ = writeln!(
         s,
