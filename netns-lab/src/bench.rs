@@ -73,10 +73,7 @@ impl BenchConfig {
             self.switch_secs
         );
         for &n in &self.scale {
-            Star::validate(&StarSpec {
-                senders: n,
-                delay: None,
-            })?;
+            Star::validate(&StarSpec::senders(n))?;
         }
         for b in &self.baselines {
             // A modular algorithm is listed once loaded (dctcp on Debian).
@@ -499,10 +496,7 @@ fn through_switch(
     secs: f64,
     stop: &Arc<AtomicBool>,
 ) -> Result<(f64, Vec<PerCall>)> {
-    let star = Star::build(&StarSpec {
-        senders: 2,
-        delay: None,
-    })?;
+    let star = Star::build(&StarSpec::senders(2))?;
     star.sysctl_hosts("net.ipv4.tcp_ecn", "1")?;
     bottleneck.install(star.switch.name(), &star.bottleneck_if)?;
     let before = max_prog_id();
@@ -625,10 +619,7 @@ fn scale(cfg: &BenchConfig) -> Result<Vec<ScaleRun>> {
         .map(|&n| {
             let rss0 = rss_mib();
             let t = Instant::now();
-            let star = Star::build(&StarSpec {
-                senders: n,
-                delay: None,
-            })?;
+            let star = Star::build(&StarSpec::senders(n))?;
             let setup_s = t.elapsed().as_secs_f64();
             let rss = rss_mib();
             let t = Instant::now();

@@ -98,6 +98,11 @@ enum Command {
         /// Extra delay on the receiver's ACK path, ms (needs sch_netem).
         #[arg(long)]
         delay_ms: Option<f64>,
+        /// Rate of each sender's link to the switch (100M, 1G, ...), shaped
+        /// by htb on the sender's side as a NIC would pace it; default:
+        /// unshaped, as fast as veth forwards.
+        #[arg(long, value_parser = parse_rate)]
+        access_rate: Option<u64>,
         /// Results directory (default results/queue/<timestamp>).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -371,6 +376,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
             duration,
             variants,
             delay_ms,
+            access_rate,
             no_trace,
             out,
         } => {
@@ -390,6 +396,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
                 warmup,
                 variants,
                 delay: delay_ms.map(|ms| Duration::from_secs_f64(ms / 1e3)),
+                access_rate_bps: access_rate,
                 trace: !no_trace,
             };
             experiment(&cfg, out.as_deref(), htb, &stop)?;

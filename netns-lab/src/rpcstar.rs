@@ -140,10 +140,7 @@ impl RpcStar {
         rto_min_ms: Option<u32>,
     ) -> Result<RpcStar> {
         let bin = rpcgen()?;
-        let star = Star::build(&StarSpec {
-            senders: n,
-            delay: None,
-        })?;
+        let star = Star::build(&StarSpec::senders(n))?;
         star.sysctl_hosts("net.ipv4.tcp_ecn", "1")?;
         bottleneck.install(star.switch.name(), &star.bottleneck_if)?;
         let switch = BpfSwitch::start(

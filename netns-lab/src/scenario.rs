@@ -28,6 +28,8 @@ pub struct Scenario {
     /// Measurements start after this much time (slow start, convergence).
     pub warmup: Duration,
     pub delay: Option<Duration>,
+    /// Rate of each sender's link, if shaped (`StarSpec::access_rate_bps`).
+    pub access_rate_bps: Option<u64>,
     /// Received-bytes sampling interval.
     pub interval: Duration,
     /// A BPF algorithm of the flows to record live (cwnd, alpha, states).
@@ -59,6 +61,7 @@ impl Scenario {
             duration,
             warmup,
             delay: None,
+            access_rate_bps: None,
             interval: Duration::from_millis(100),
             trace_algorithm: None,
             short_flows: None,
@@ -175,6 +178,7 @@ pub fn run(
     let star = Star::build(&StarSpec {
         senders,
         delay: scn.delay,
+        access_rate_bps: scn.access_rate_bps,
     })?;
     // Classic ECN for every algorithm that does not ask for it itself, so
     // TCP on a marking backend reacts to marks as RFC 3168 says.

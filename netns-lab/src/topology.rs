@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use tc_qdisc::{Backend, Bottleneck};
+
 use crate::netns::Netns;
 use crate::prefix::Prefix;
 use crate::veth::Veth;
@@ -22,11 +24,36 @@ use crate::veth::Veth;
 /// Most senders one star holds: one 198.18.i.0/24 each.
 pub const MAX_SENDERS: usize = 256;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct StarSpec {
     pub senders: usize,
     /// Extra one-way delay on the receiver's ACK path (netem), if any.
     pub delay: Option<Duration>,
+    /// Rate of each sender's link to the switch, if shaped (a sender's NIC:
+    /// htb on its side of the link, one segment per packet); otherwise as
+    /// fast as veth forwards, a window's packets back to back.
+    pub access_rate_bps: Option<u64>,
+}
+
+/// The queue of a shaped sender link: Linux's default txqueuelen.
+const ACCESS_QUEUE_PKTS: u32 = 1000;
+
+impl StarSpec {
+    /// `n` senders on unshaped links, no extra delay.
+    pub fn senders(n: usize) -> StarSpec {
+        StarSpec {
+            senders: n,
+            ..StarSpec::default()
+        }
+    }
+
+    fn access_link(&self) -> Option<Bottleneck> {
+        self.access_rate_bps.map(|rate_bps| Bottleneck {
+            rate_bps,
+            buffer_pkts: ACCESS_QUEUE_PKTS,
+            backend: Backend::Droptail,
+        })
+    }
 }
 
 pub struct Host {
@@ -85,6 +112,10 @@ impl Star {
                 "delay {d:?} out of range: at most 1 s"
             );
         }
+        if let Some(link) = spec.access_link() {
+            link.validate()
+                .context("--access-rate (each sender's link)")?;
+        }
         Ok(())
     }
 
@@ -141,6 +172,14 @@ impl Star {
             ns.ip(&["route", "add", "default", "via", &format!("198.18.{i}.254")])?;
             offloads_off(&ns, &v.a)?;
             offloads_off(&switch, &v.b)?;
+            if let Some(link) = spec.access_link() {
+                // TCP builds GSO packets even when the device cannot
+                // segment (they are cut after the qdisc): one segment per
+                // packet, so htb spaces packets as a NIC serializes them
+                // instead of passing 45-packet bursts whole.
+                ns.ip(&["link", "set", "dev", &v.a, "gso_max_segs", "1"])?;
+                link.install(ns.name(), &v.a)?;
+            }
             senders.push(Host {
                 ns,
                 addr,

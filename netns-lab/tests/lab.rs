@@ -438,11 +438,7 @@ fn a_64_sender_star_builds_and_tears_down() {
     require_root();
     let _serial = serial();
     let t = Instant::now();
-    let star = Star::build(&StarSpec {
-        senders: 64,
-        delay: None,
-    })
-    .unwrap();
+    let star = Star::build(&StarSpec::senders(64)).unwrap();
     let up = t.elapsed();
     let prefix = star.prefix.as_str().to_string();
     assert_eq!(namespaces_with(&prefix), 66);
@@ -926,4 +922,49 @@ fn htb_hysteresis_is_held_for_the_run_and_put_back_even_after_a_kill() {
     assert!(!state.exists());
     assert!(lab_objects_of(pid).is_empty());
     let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_shaped_sender_link_paces_its_packets_into_the_switch() {
+    require_root();
+    let _serial = serial();
+    let out = tmpdir("access");
+    // One cubic flow through a 30 Mbit/s sender link into a 100 Mbit/s
+    // bottleneck: the sender's link is the bottleneck, and its packets
+    // reach the switch spaced at its rate, so the switch holds no queue.
+    let o = lab(&[
+        "queue",
+        "--rates",
+        "100M",
+        "--access-rate",
+        "30M",
+        "--flows",
+        "1",
+        "--variants",
+        "cubic:droptail",
+        "--duration",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = outcome(&out, "100M-cubic-droptail");
+    let goodput = r["goodput_bps"][0].as_f64().unwrap() / 1e6;
+    assert!(
+        (25.0..=30.0).contains(&goodput),
+        "goodput {goodput} Mbit/s through a 30 Mbit/s link"
+    );
+    let p95 = r["queue"]["p95"].as_f64().unwrap();
+    assert!(
+        p95 <= 2.0,
+        "switch queue p95 {p95}: packets arrived in bursts"
+    );
+    let config = std::fs::read_to_string(out.join("config.json")).unwrap();
+    assert!(config.contains("\"access_rate_bps\": 30000000"), "{config}");
+    let _ = std::fs::remove_dir_all(&out);
+
+    // Out of range: refused before anything is built.
+    let o = lab(&["queue", "--access-rate", "5k", "--rates", "100M"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--access-rate"), "{}", stderr(&o));
 }

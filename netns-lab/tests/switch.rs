@@ -29,11 +29,7 @@ fn require_root() {
 /// sender 0 and returns the probe's samples of them.
 fn burst_through(backend: Backend, ecn: u8) -> Vec<queue_sample> {
     require_root();
-    let star = Star::build(&StarSpec {
-        senders: 1,
-        delay: None,
-    })
-    .unwrap();
+    let star = Star::build(&StarSpec::senders(1)).unwrap();
     let b = Bottleneck {
         rate_bps: 1_000_000,
         buffer_pkts: BUFFER,

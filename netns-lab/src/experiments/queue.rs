@@ -21,6 +21,7 @@ use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::scenario::{Outcome, Scenario};
 use crate::stats::cdf;
+use crate::topology::{Star, StarSpec};
 use crate::units::{fmt_rate, rate_tag};
 
 #[derive(Clone, Debug, Serialize)]
@@ -34,6 +35,8 @@ pub struct QueueConfig {
     /// What to compare: algorithm:backend pairs, e.g. bpf_dctcp:bpf-step.
     pub variants: Vec<String>,
     pub delay: Option<Duration>,
+    /// Rate of each sender's link to the switch, if shaped.
+    pub access_rate_bps: Option<u64>,
     /// Record bpf_dctcp's live trace in its runs.
     pub trace: bool,
 }
@@ -125,7 +128,11 @@ pub fn validate(cfg: &QueueConfig) -> Result<()> {
             .validate()?;
         }
     }
-    Ok(())
+    Star::validate(&StarSpec {
+        access_rate_bps: cfg.access_rate_bps,
+        delay: cfg.delay,
+        ..StarSpec::senders(cfg.flows)
+    })
 }
 
 pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<Outcome>> {
@@ -154,6 +161,7 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
             };
             let scn = Scenario {
                 delay: cfg.delay,
+                access_rate_bps: cfg.access_rate_bps,
                 trace_algorithm: ours.filter(|_| cfg.trace).map(|b| b.name.clone()),
                 ..Scenario::long_flows(
                     &v.label(),
