@@ -96,7 +96,7 @@ check-leftovers: _root
     cc=$(tr ' ' '\n' </proc/sys/net/ipv4/tcp_available_congestion_control | grep -cE '^(bpf_[xk]?dctcp|t_|dl[0-9a-f]{5})' || true)
     locks=$( (ls /run/dctcp-lab 2>/dev/null || true) | wc -l)
     rpcgen=$( (pgrep -x rpcgen || true) | wc -l)
-    # A lab that held htb's hysteresis mode on (lab --htb-hysteresis) and did not put it back.
+    # A lab that held htb's hysteresis mode on (as labs do unless --no-htb-hysteresis) and did not put it back.
     htb=$( [ -e /run/dctcp-lab.htb_hysteresis ] && echo 1 || echo 0)
     echo "leftovers: $ns namespaces, $links links, $pins pins, $cc registrations, $progs programs, $locks lab locks, $rpcgen rpcgen processes, $htb htb hysteresis holds"
     failed=0

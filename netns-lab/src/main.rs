@@ -27,16 +27,17 @@ struct Cli {
     /// More log output (-v info, -vv debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
-    /// Run htb, the bottleneck's shaper, in hysteresis mode for the
-    /// experiment: the kernel's sch_htb.htb_hysteresis, a global setting,
-    /// set to 1 and put back when the last lab holding it exits (by `lab
-    /// cleanup` after a killed run). htb then sends up to its burst (100 us
-    /// of line rate, at least 2 packets) before it waits, instead of arming
-    /// a timer for every packet. At 1 Gbit/s on a virtual machine those
-    /// timers can take most of the CPUs (each run's softirq share is in
-    /// summary.md); README "The lab at 1 Gbit/s" has what it changes.
+    /// Leave htb, the shaper of the lab's links, in its default mode, which
+    /// arms a timer for every packet it holds back. By default an experiment
+    /// runs htb in hysteresis mode (the kernel's sch_htb.htb_hysteresis, a
+    /// global setting: set to 1 and put back when the last lab holding it
+    /// exits, by `lab cleanup` after a killed run), where htb sends up to its
+    /// burst (100 us of line rate, at least 2 packets) before it waits. At
+    /// 1 Gbit/s on a virtual machine the per-packet timers took 75 % of the
+    /// CPUs and kept even cubic from building a queue (each run's softirq
+    /// share is in summary.md; README "The lab at 1 Gbit/s").
     #[arg(long, global = true)]
-    htb_hysteresis: bool,
+    no_htb_hysteresis: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -367,7 +368,7 @@ fn experiment<E: Experiment>(
 }
 
 fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
-    let htb = cli.htb_hysteresis;
+    let htb = !cli.no_htb_hysteresis;
     match cli.command {
         Command::Queue {
             quick,

@@ -868,11 +868,7 @@ fn htb_hysteresis_is_held_for_the_run_and_put_back_even_after_a_kill() {
 
     // A finished run: on during it (its outcome says so), put back after.
     let out = tmpdir("htb");
-    let o = lab(&one_dctcp_run(
-        "1G",
-        &out,
-        &["--quick", "--no-trace", "--htb-hysteresis"],
-    ));
+    let o = lab(&one_dctcp_run("1G", &out, &["--quick", "--no-trace"]));
     assert!(o.status.success(), "{}", stderr(&o));
     let r = outcome(&out, "1G-bpf_dctcp-bpf-step");
     assert_eq!(r["htb_hysteresis"], true, "{r}");
@@ -884,9 +880,13 @@ fn htb_hysteresis_is_held_for_the_run_and_put_back_even_after_a_kill() {
     assert!(!state.exists());
     let _ = std::fs::remove_dir_all(&out);
 
-    // Unasked, the lab leaves htb alone.
+    // Asked to, the lab leaves htb alone.
     let out = tmpdir("htb-off");
-    let o = lab(&one_dctcp_run("100M", &out, &["--duration", "2"]));
+    let o = lab(&one_dctcp_run(
+        "100M",
+        &out,
+        &["--duration", "2", "--no-htb-hysteresis"],
+    ));
     assert!(o.status.success(), "{}", stderr(&o));
     let r = outcome(&out, "100M-bpf_dctcp-bpf-step");
     assert_eq!(r["htb_hysteresis"], original != "0", "{r}");
@@ -894,11 +894,7 @@ fn htb_hysteresis_is_held_for_the_run_and_put_back_even_after_a_kill() {
 
     // A killed run leaves it on; `lab cleanup` puts it back.
     let out = tmpdir("htb-kill");
-    let mut child = spawn_lab(&one_dctcp_run(
-        "1G",
-        &out,
-        &["--duration", "20", "--htb-hysteresis"],
-    ));
+    let mut child = spawn_lab(&one_dctcp_run("1G", &out, &["--duration", "20"]));
     let pid = child.id();
     let t = Instant::now();
     while lab_objects_of(pid).is_empty() && t.elapsed() < Duration::from_secs(20) {

@@ -449,7 +449,7 @@ fn mark(ok: bool) -> &'static str {
 /// packets holds them back in its own backlogs, out of the switch's queue.
 fn host_note(outcomes: &[Outcome]) -> String {
     let htb = match outcomes.first().and_then(|o| o.htb_hysteresis) {
-        Some(true) => "on (`--htb-hysteresis`: htb sends its burst before it waits)",
+        Some(true) => "on (htb sends its burst before it waits)",
         Some(false) => "off (htb arms a timer for every packet it holds back)",
         None => "unknown",
     };
@@ -460,8 +460,7 @@ fn host_note(outcomes: &[Outcome]) -> String {
         let _ = write!(
             s,
             " At {} the host spent {:.0}% of its CPUs forwarding: packets waited in its backlogs, not in the \
-             switch's queue, so the queue there measures the host as much as DCTCP (README: the lab at 1 Gbit/s; \
-             `lab --htb-hysteresis`).",
+             switch's queue, so the queue there measures the host as much as DCTCP (README: the lab at 1 Gbit/s).",
             fmt_rate(o.rate_bps),
             o.softirq_share * 100.0
         );
