@@ -406,6 +406,7 @@ fn two_labs_at_once_do_not_interfere() {
     require_root();
     let _serial = serial();
     let (a, b) = (tmpdir("twin-a"), tmpdir("twin-b"));
+    let htb_before = htb_hysteresis();
     let spawn = |dir: &Path| {
         spawn_lab(&[
             "queue",
@@ -431,6 +432,9 @@ fn two_labs_at_once_do_not_interfere() {
         // is what this test is about, and what it measures is isolation.
         std::fs::remove_dir_all(dir).unwrap();
     }
+    // Both held htb's hysteresis mode; the last one out put it back.
+    assert_eq!(htb_hysteresis(), htb_before);
+    assert!(!Path::new(netns_lab::prefix::HTB_STATE).exists());
 }
 
 #[test]

@@ -9,9 +9,10 @@
 //! it: the first one that asks records the value it found, the last one that
 //! leaves puts it back, and `lab cleanup` does so for labs that were killed.
 
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -47,17 +48,7 @@ fn with_state<T>(path: &Path, f: impl FnOnce(&mut Option<State>) -> Result<T>) -
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .with_context(|| format!("opening {}", path.display()))?;
-    // SAFETY: a valid descriptor; the lock goes with the file.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("locking the htb record");
-    }
+    let mut file = locked(path)?;
     let mut text = String::new();
     file.read_to_string(&mut text)?;
     let mut lines = text.lines();
@@ -81,6 +72,30 @@ fn with_state<T>(path: &Path, f: impl FnOnce(&mut Option<State>) -> Result<T>) -
         None => fs::remove_file(path)?,
     }
     Ok(out)
+}
+
+/// The record file, opened and locked. The last holder removes it under
+/// the lock, so a lab that was waiting for the lock on the removed file
+/// opens the path again.
+fn locked(path: &Path) -> Result<File> {
+    loop {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        // SAFETY: a valid descriptor; the lock goes with the file.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("locking the htb record");
+        }
+        let same =
+            fs::metadata(path).is_ok_and(|m| m.ino() == file.metadata().map_or(0, |f| f.ino()));
+        if same {
+            return Ok(file);
+        }
+    }
 }
 
 fn write_param(value: &str) -> Result<()> {
