@@ -516,30 +516,21 @@ fn summary(
         "| | seed 003 (ns-2 simulation) | measured here (all rounds pooled) |"
     );
     let _ = writeln!(s, "| --- | --- | --- |");
-    let _ = writeln!(
-        s,
-        "| short-flow mean delay, xDCTCP vs DCTCP | {SEED_DELAY_CHANGE:+.3}% | {:+.2}% ({:.2} vs {:.2} ms; per round: {}) |",
-        pct(pooled[1].mean, pooled[0].mean),
-        pooled[1].mean,
-        pooled[0].mean,
-        per_round(|f| f.mean)
-    );
-    let _ = writeln!(
-        s,
-        "| short-flow median, xDCTCP vs DCTCP | - | {:+.2}% ({:.2} vs {:.2} ms; per round: {}) |",
-        pct(pooled[1].p50, pooled[0].p50),
-        pooled[1].p50,
-        pooled[0].p50,
-        per_round(|f| f.p50)
-    );
-    let _ = writeln!(
-        s,
-        "| short-flow p99, xDCTCP vs DCTCP | - | {:+.2}% ({:.2} vs {:.2} ms; per round: {}) |",
-        pct(pooled[1].p99, pooled[0].p99),
-        pooled[1].p99,
-        pooled[0].p99,
-        per_round(|f| f.p99)
-    );
+    let seed_delay = format!("{SEED_DELAY_CHANGE:+.3}%");
+    let rows: [(&str, &str, fn(&Summary) -> f64); 3] = [
+        ("mean delay", &seed_delay, |f| f.mean),
+        ("median", "-", |f| f.p50),
+        ("p99", "-", |f| f.p99),
+    ];
+    for (what, seed, stat) in rows {
+        let (x, d) = (stat(&pooled[1]), stat(&pooled[0]));
+        let _ = writeln!(
+            s,
+            "| short-flow {what}, xDCTCP vs DCTCP | {seed} | {:+.2}% ({x:.2} vs {d:.2} ms; per round: {}) |",
+            pct(x, d),
+            per_round(stat)
+        );
+    }
     let _ = writeln!(
         s,
         "| long-flow throughput, xDCTCP vs DCTCP | {SEED_THROUGHPUT_CHANGE:+.2}% | {:+.2}% ({lx:.2} vs {ld:.2} Mbit/s) |",
