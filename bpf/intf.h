@@ -227,6 +227,14 @@ struct queue_sample {
 	u32 _pad2;
 };
 
+/* One dequeue from the bottleneck's root qdisc, as the departure probe saw
+ * it (tracepoint qdisc_dequeue): with the arrivals, the queue over time. */
+struct queue_departure {
+	u64 ts_ns;    /* CLOCK_MONOTONIC */
+	u32 qlen;     /* packets still queued after it */
+	u32 packets;  /* packets it took out (bulk dequeue takes several) */
+};
+
 /* Counters of the marker, per CPU. */
 struct marker_stats {
 	u64 pkts;
@@ -236,6 +244,8 @@ struct marker_stats {
 	u64 taildrop;  /* QA_TAILDROP, as predicted at arrival */
 	u64 ce_in;     /* arrived already CE */
 	u64 ring_full; /* samples lost: ring buffer full */
+	u64 departed;  /* packets the root qdisc dequeued (departure probe) */
+	u64 departures_lost; /* departure records lost: ring buffer full */
 };
 
 /* The switch's queue right now, for live views (`loader top`): one entry,

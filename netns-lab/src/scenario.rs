@@ -15,7 +15,7 @@ use tc_qdisc::{Bottleneck, BpfSwitch, RxFlow};
 use crate::bench::Cpu;
 use crate::cctrace::{CcTrace, Recorder, TraceCheck};
 use crate::shortflows::{FctSummary, ShortFlow, ShortFlowSpec, ShortFlows};
-use crate::stats::{summarize, Summary};
+use crate::stats::{summarize, weighted_summary, Summary};
 use crate::topology::{Star, StarSpec};
 use crate::traffic::{run_bulk, FlowResult, FlowSpec};
 
@@ -78,6 +78,10 @@ pub struct ProbeCheck {
     pub qdisc_accounted: u64,
     pub probe_taildrops: u64,
     pub qdisc_drops: u64,
+    /// Packets the departure probe saw leave the root qdisc (0 when arrivals
+    /// were sampled and departures not recorded), beside the qdisc's sent count.
+    pub probe_departed: u64,
+    pub qdisc_sent: u64,
     /// Marks made (BPF marker, or the qdisc's own count).
     pub marks: u64,
     /// CE packets the receiver saw.
@@ -92,6 +96,11 @@ pub struct Outcome {
     /// Queue length (packets) found by each arrival in the window.
     pub queue: Summary,
     pub queue_empty_fraction: f64,
+    /// Queue length weighted by the time it held, rebuilt from every arrival
+    /// and departure: what a switch sampling its queue periodically reports
+    /// (the reference traces did). None when arrivals were sampled.
+    pub queue_over_time: Option<Summary>,
+    pub queue_over_time_empty_fraction: Option<f64>,
     /// Bottleneck bytes sent / capacity over the window.
     pub utilization: f64,
     pub drops: u64,
@@ -125,6 +134,7 @@ pub struct MarkerCounts {
     pub dropped: u64,
     pub taildrop: u64,
     pub ring_full: u64,
+    pub departures_lost: u64,
 }
 
 impl From<marker_stats> for MarkerCounts {
@@ -135,6 +145,7 @@ impl From<marker_stats> for MarkerCounts {
             dropped: s.dropped,
             taildrop: s.taildrop,
             ring_full: s.ring_full,
+            departures_lost: s.departures_lost,
         }
     }
 }
@@ -238,6 +249,15 @@ pub fn run(
     let window_s = (end_ns.saturating_sub(t0)) as f64 / 1e9;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     let softirq_share = end_cpu.since(cpu0).softirq / (window_s * cpus).max(f64::MIN_POSITIVE);
+    let over_time = trace.over_time(t0, end_ns).map(|steps| {
+        let pairs: Vec<(f64, f64)> = steps.iter().map(|&(q, s)| (f64::from(q), s)).collect();
+        let held: f64 = steps.iter().map(|s| s.1).sum();
+        let empty: f64 = steps.iter().filter(|s| s.0 == 0).map(|s| s.1).sum();
+        (
+            weighted_summary(&pairs),
+            empty / held.max(f64::MIN_POSITIVE),
+        )
+    });
     let samples: Vec<queue_sample> = trace
         .samples
         .into_iter()
@@ -268,6 +288,8 @@ pub fn run(
         window_s,
         queue: summarize(&qlens),
         queue_empty_fraction: empty,
+        queue_over_time: over_time.as_ref().map(|o| o.0.clone()),
+        queue_over_time_empty_fraction: over_time.map(|o| o.1),
         utilization,
         drops,
         marks: bpf_marks + qdisc_marks,
@@ -281,6 +303,8 @@ pub fn run(
             qdisc_accounted: end_q.sent_packets + end_q.drops,
             probe_taildrops: end_m.taildrop,
             qdisc_drops: end_q.drops,
+            probe_departed: end_m.departed,
+            qdisc_sent: end_q.sent_packets,
             marks: end_m.marked + end_q.marks,
             receiver_ce: rx_ce,
         },

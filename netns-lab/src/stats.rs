@@ -41,6 +41,38 @@ pub fn summarize(values: &[f64]) -> Summary {
     }
 }
 
+/// Summary of (value, weight) pairs, each value counting by its weight (the
+/// time it held): quantiles are the least value whose cumulative weight
+/// reaches the fraction. `n` counts pairs.
+pub fn weighted_summary(pairs: &[(f64, f64)]) -> Summary {
+    let mut v = pairs.to_vec();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = v.iter().map(|p| p.1).sum();
+    if v.is_empty() || total <= 0.0 {
+        return Summary::default();
+    }
+    let quantile = |q: f64| {
+        let mut acc = 0.0;
+        for &(x, w) in &v {
+            acc += w;
+            if acc >= q * total {
+                return x;
+            }
+        }
+        v[v.len() - 1].0
+    };
+    Summary {
+        n: v.len(),
+        mean: v.iter().map(|p| p.0 * p.1).sum::<f64>() / total,
+        min: v[0].0,
+        p5: quantile(0.05),
+        p50: quantile(0.50),
+        p95: quantile(0.95),
+        p99: quantile(0.99),
+        max: v[v.len() - 1].0,
+    }
+}
+
 /// (value, fraction of samples <= value) at each distinct value.
 pub fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
     let mut v = values.to_vec();
@@ -79,6 +111,20 @@ mod tests {
             (1.0, 5.0, 50.0, 95.0, 99.0, 100.0)
         );
         assert!((s.mean - 50.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn weighted_quantiles_follow_the_weights() {
+        // 0 held 90 % of the time, 10 held 10 %: mean 1, median 0, p95 10.
+        let s = weighted_summary(&[(10.0, 1.0), (0.0, 9.0)]);
+        assert!((s.mean - 1.0).abs() < 1e-12);
+        assert_eq!((s.min, s.p50, s.p95, s.max, s.n), (0.0, 0.0, 10.0, 10.0, 2));
+        // Equal weights give what summarize gives.
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        let w: Vec<(f64, f64)> = v.iter().map(|&x| (x, 0.5)).collect();
+        let (a, b) = (weighted_summary(&w), summarize(&v));
+        assert_eq!((a.p5, a.p50, a.p95, a.p99), (b.p5, b.p50, b.p95, b.p99));
+        assert!(weighted_summary(&[]).mean == 0.0);
     }
 
     #[test]

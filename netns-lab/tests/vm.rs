@@ -81,6 +81,14 @@ fn check_dctcp(r: &Value, what: &str) {
         empty * 100.0
     );
     let p = &r["probe_check"];
+    eprintln!(
+        "{what}: queue over time mean {} p5-p95 {}-{}; departures {} of {} sent",
+        r["queue_over_time"]["mean"],
+        r["queue_over_time"]["p5"],
+        r["queue_over_time"]["p95"],
+        p["probe_departed"],
+        p["qdisc_sent"]
+    );
     assert!(p["marks"].as_u64().unwrap() > 0, "{what}: no marks");
     // The qdisc's own mark counter against the CE the receiver saw.
     assert_eq!(p["marks"], p["receiver_ce"], "{what}: {p}");

@@ -14,7 +14,8 @@ use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, MapHandle, ProgramMut};
 use serde::Serialize;
 
 use crate::intf::{
-    from_bytes, marker_config, marker_stats, queue_sample, rx_flow_key, rx_flow_stats,
+    from_bytes, marker_config, marker_stats, queue_action_QA_DROP, queue_action_QA_TAILDROP,
+    queue_departure, queue_sample, rx_flow_key, rx_flow_stats,
 };
 use crate::skel::SwitchSkelBuilder;
 use loader::netns::with_netns;
@@ -34,10 +35,43 @@ pub struct RxFlow {
     pub ect_pkts: u64,
 }
 
-/// Every arrival the probe recorded, in order.
+/// Every arrival the probe recorded, in order, and every dequeue (only when
+/// every arrival is recorded: the two together give the queue over time).
 #[derive(Default)]
 pub struct QueueTrace {
     pub samples: Vec<queue_sample>,
+    pub departures: Vec<queue_departure>,
+}
+
+impl QueueTrace {
+    /// The queue between `from_ns` and `to_ns` as (packets, seconds held)
+    /// steps, rebuilt from every arrival and departure; None without
+    /// departures. Each event carries the queue it read, so a reading racing
+    /// another CPU's event is put right by the next one.
+    pub fn over_time(&self, from_ns: u64, to_ns: u64) -> Option<Vec<(u32, f64)>> {
+        if self.departures.is_empty() {
+            return None;
+        }
+        let enqueued = |s: &queue_sample| {
+            s.action != queue_action_QA_DROP as u8 && s.action != queue_action_QA_TAILDROP as u8
+        };
+        let mut events: Vec<(u64, u32)> = self
+            .samples
+            .iter()
+            .map(|s| (s.ts_ns, s.qlen + u32::from(enqueued(s))))
+            .chain(self.departures.iter().map(|d| (d.ts_ns, d.qlen)))
+            .collect();
+        events.sort_by_key(|e| e.0);
+        let mut steps = Vec::with_capacity(events.len());
+        for (i, &(t, q)) in events.iter().enumerate() {
+            let until = events.get(i + 1).map_or(to_ns, |e| e.0).min(to_ns);
+            let since = t.max(from_ns);
+            if until > since {
+                steps.push((q, (until - since) as f64 / 1e9));
+            }
+        }
+        Some(steps)
+    }
 }
 
 pub struct BpfSwitch {
@@ -45,6 +79,7 @@ pub struct BpfSwitch {
     stats: MapHandle,
     rx_flows: MapHandle,
     reader: Option<RingDrainer<queue_sample>>,
+    departures: Option<RingDrainer<queue_departure>>,
     _pins: Option<LivePins>,
 }
 
@@ -79,6 +114,16 @@ fn attach_tcx(prog: &ProgramMut<'_>, ns: &Path, dev: &str) -> Result<Link> {
         // SAFETY: ptr is a valid link we now own.
         Ok(unsafe { Link::from_ptr(ptr) })
     })?
+}
+
+/// Drains `map`, a ring of `T` records, every 10 ms.
+fn drain<T: Copy + Default + Send + 'static>(
+    map: &libbpf_rs::MapMut<'_>,
+) -> Result<RingDrainer<T>> {
+    Ok(RingDrainer::spawn(
+        MapHandle::try_from(map)?,
+        Duration::from_millis(10),
+    ))
 }
 
 impl BpfSwitch {
@@ -120,10 +165,20 @@ impl BpfSwitch {
             .load()
             .context("loading the BPF switch (needs bpf_cast_to_kern_ctx, Linux 6.3+)")?;
 
-        let links = vec![
+        let mut links = vec![
             attach_tcx(&skel.progs.bottleneck_egress, switch_ns, egress)?,
             attach_tcx(&skel.progs.receiver_ingress, rx_ns, rx_if)?,
         ];
+        // Departures only make sense beside every arrival.
+        let every_arrival = cfg.sample == 1;
+        if every_arrival {
+            links.push(
+                skel.progs
+                    .bottleneck_dequeue
+                    .attach()
+                    .context("attaching the departure probe to tracepoint qdisc_dequeue")?,
+            );
+        }
         let pins = match pin_dir {
             Some(dir) => Some(LivePins::create(
                 dir,
@@ -136,15 +191,19 @@ impl BpfSwitch {
         };
         let stats = MapHandle::try_from(&skel.maps.stats)?;
         let rx_flows = MapHandle::try_from(&skel.maps.rx_flows)?;
-        let samples = MapHandle::try_from(&skel.maps.samples)?;
-        let reader =
-            (cfg.sample > 0).then(|| RingDrainer::spawn(samples, Duration::from_millis(10)));
+        let reader = (cfg.sample > 0)
+            .then(|| drain(&skel.maps.samples))
+            .transpose()?;
+        let departures = every_arrival
+            .then(|| drain(&skel.maps.departures))
+            .transpose()?;
         Ok(BpfSwitch {
             _pins: pins,
             _links: links,
             stats,
             rx_flows,
             reader,
+            departures,
         })
     }
 
@@ -163,6 +222,8 @@ impl BpfSwitch {
             t.taildrop += s.taildrop;
             t.ce_in += s.ce_in;
             t.ring_full += s.ring_full;
+            t.departed += s.departed;
+            t.departures_lost += s.departures_lost;
         }
         Ok(t)
     }
@@ -200,11 +261,11 @@ impl BpfSwitch {
     /// Stops the probe and returns every sample it recorded. The programs
     /// stay attached until this value is dropped.
     pub fn take_trace(&mut self) -> Result<QueueTrace> {
-        let Some(reader) = self.reader.take() else {
-            return Ok(QueueTrace::default());
-        };
+        let samples = self.reader.take().map(|r| r.finish()).transpose()?;
+        let departures = self.departures.take().map(|r| r.finish()).transpose()?;
         Ok(QueueTrace {
-            samples: reader.finish()?,
+            samples: samples.unwrap_or_default(),
+            departures: departures.unwrap_or_default(),
         })
     }
 }
@@ -233,5 +294,49 @@ impl Drop for LivePins {
         if let Some(root) = self.0.parent() {
             let _ = std::fs::remove_dir(root);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arrival(ts_ns: u64, qlen: u32, action: u8) -> queue_sample {
+        queue_sample {
+            ts_ns,
+            qlen,
+            action,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn queue_over_time_steps_through_arrivals_and_departures() {
+        let trace = QueueTrace {
+            // 0 -> 1 at 10, 1 -> 2 at 20, a tail drop at 30 leaves 2.
+            samples: vec![
+                arrival(10, 0, 0),
+                arrival(20, 1, 1),
+                arrival(30, 2, queue_action_QA_TAILDROP as u8),
+            ],
+            // Out of order on purpose: rings of two CPUs.
+            departures: vec![
+                queue_departure {
+                    ts_ns: 50,
+                    qlen: 0,
+                    packets: 1,
+                },
+                queue_departure {
+                    ts_ns: 40,
+                    qlen: 1,
+                    packets: 1,
+                },
+            ],
+        };
+        let steps = trace.over_time(15, 60).unwrap();
+        let ns = |s: f64| (s * 1e9).round() as u64;
+        let got: Vec<(u32, u64)> = steps.iter().map(|&(q, s)| (q, ns(s))).collect();
+        assert_eq!(got, vec![(1, 5), (2, 10), (2, 10), (1, 10), (0, 10)]);
+        assert!(QueueTrace::default().over_time(0, 1).is_none());
     }
 }

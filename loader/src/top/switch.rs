@@ -103,6 +103,8 @@ pub fn add(a: &marker_stats, b: &marker_stats) -> marker_stats {
         taildrop: a.taildrop + b.taildrop,
         ce_in: a.ce_in + b.ce_in,
         ring_full: a.ring_full + b.ring_full,
+        departed: a.departed + b.departed,
+        departures_lost: a.departures_lost + b.departures_lost,
     }
 }
 

@@ -517,7 +517,8 @@ fn summary(
     );
     let _ = writeln!(s, "| --- | --- | --- |");
     let seed_delay = format!("{SEED_DELAY_CHANGE:+.3}%");
-    let rows: [(&str, &str, fn(&Summary) -> f64); 3] = [
+    type Row<'a> = (&'a str, &'a str, fn(&Summary) -> f64);
+    let rows: [Row; 3] = [
         ("mean delay", &seed_delay, |f| f.mean),
         ("median", "-", |f| f.p50),
         ("p99", "-", |f| f.p99),

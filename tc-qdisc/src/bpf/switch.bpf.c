@@ -10,12 +10,18 @@
  * where they would have been marked, as a switch does. Every arrival (or every
  * sample-th) goes to a ring buffer: the queue probe.
  *
+ * bottleneck_dequeue (tracepoint qdisc_dequeue) records every dequeue from
+ * that same root qdisc and the queue it leaves behind: between them the two
+ * probes see every change of the queue, so the lab can weigh it by time, as
+ * a switch's periodic queue sampling does, and not only by arrival.
+ *
  * receiver_ingress (tcx ingress of the receiver) counts, per flow, the bytes
  * and CE-marked bytes that arrived.
  */
 #include "vmlinux/vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include <bpf/bpf_tracing.h>
 
 #include "intf.h"
 
@@ -43,6 +49,16 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 24);
 } samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 23);
+} departures SEC(".maps");
+
+/* The root qdisc bottleneck_egress found on its device: the tracepoint fires
+ * for every qdisc on the machine and keeps only this one's dequeues. Set at
+ * the first arrival, before that qdisc can hold anything. */
+u64 bottleneck_qdisc = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -178,6 +194,8 @@ int bottleneck_egress(struct __sk_buff *ctx)
 	struct queue_sample *smp;
 	u8 action = QA_PASS;
 
+	if (bottleneck_qdisc != (u64)q)
+		bottleneck_qdisc = (u64)q;
 	if (now) {
 		now->ts_ns = bpf_ktime_get_ns();
 		now->qlen = qlen;
@@ -237,6 +255,33 @@ int bottleneck_egress(struct __sk_buff *ctx)
 		}
 	}
 	return verdict;
+}
+
+SEC("tp_btf/qdisc_dequeue")
+int BPF_PROG(bottleneck_dequeue, struct Qdisc *q, const struct netdev_queue *txq,
+	     int packets, struct sk_buff *skb)
+{
+	struct queue_departure *d;
+	struct marker_stats *s;
+	u32 zero = 0;
+
+	/* packets is 1 even when the qdisc had nothing to give (skb NULL). */
+	if (!skb || (u64)q != bottleneck_qdisc)
+		return 0;
+	s = bpf_map_lookup_elem(&stats, &zero);
+	if (s)
+		s->departed += packets;
+	d = bpf_ringbuf_reserve(&departures, sizeof(*d), 0);
+	if (!d) {
+		if (s)
+			s->departures_lost++;
+		return 0;
+	}
+	d->ts_ns = bpf_ktime_get_ns();
+	d->qlen = q->q.qlen;
+	d->packets = packets;
+	bpf_ringbuf_submit(d, BPF_RB_NO_WAKEUP);
+	return 0;
 }
 
 SEC("tcx/ingress")
