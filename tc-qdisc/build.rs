@@ -26,7 +26,10 @@ fn main() {
 
     bindgen::Builder::default()
         .header(shared.join("intf.h").to_string_lossy())
-        .allowlist_type("marker_.*|queue_.*|rx_flow_.*")
+        // marker_stats and queue_now come from the loader's bindgen (intf.rs).
+        .allowlist_type(
+            "marker_config|marker_mode|queue_sample|queue_departure|queue_action|rx_flow_.*",
+        )
         .allowlist_var("MARKER_.*")
         .derive_default(true)
         .generate()

@@ -507,6 +507,7 @@ fn through_switch(
                 bottleneck
                     .backend
                     .marker_config(bottleneck.buffer_pkts, sample),
+                false,
                 &star.switch.path(),
                 &star.bottleneck_if,
                 &star.receiver.ns.path(),

@@ -146,6 +146,7 @@ impl RpcStar {
         let switch = BpfSwitch::start(
             None,
             bottleneck.backend.marker_config(bottleneck.buffer_pkts, 1),
+            false,
             &star.switch.path(),
             &star.bottleneck_if,
             &star.receiver.ns.path(),

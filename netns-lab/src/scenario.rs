@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
+use loader::top::switch::monotonic_ns;
 use serde::Serialize;
 use tc_qdisc::intf::{marker_stats, queue_sample};
 use tc_qdisc::qdisc_stats::{self, QdiscCounters};
@@ -123,7 +124,7 @@ pub struct Outcome {
     /// Share of all CPUs the machine spent in irq and softirq over the
     /// window: near 1, the lab measures its host, not the network.
     pub softirq_share: f64,
-    /// htb's hysteresis mode during the run (`lab --htb-hysteresis`).
+    /// htb's hysteresis mode during the run (on unless `lab --no-htb-hysteresis`).
     pub htb_hysteresis: Option<bool>,
 }
 
@@ -148,14 +149,6 @@ impl From<marker_stats> for MarkerCounts {
             departures_lost: s.departures_lost,
         }
     }
-}
-
-/// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns and so of every trace event.
-pub fn monotonic_ns() -> u64 {
-    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out-pointer; CLOCK_MONOTONIC is what bpf_ktime_get_ns reads.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Everything a run measured.
@@ -203,6 +196,7 @@ pub fn run(
     let mut switch = BpfSwitch::start(
         Some(&std::path::Path::new(loader::bpffs::LAB_ROOT).join(star.prefix.as_str())),
         cfg,
+        true,
         &star.switch.path(),
         &star.bottleneck_if,
         &star.receiver.ns.path(),

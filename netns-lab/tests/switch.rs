@@ -39,6 +39,7 @@ fn burst_through(backend: Backend, ecn: u8) -> Vec<queue_sample> {
     let mut sw = BpfSwitch::start(
         None,
         b.backend.marker_config(BUFFER, 1),
+        false,
         &star.switch.path(),
         &star.bottleneck_if,
         &star.receiver.ns.path(),

@@ -12,8 +12,9 @@ use loader::intf::{
     dctcp_event_type_DCTCP_EV_WINDOW as EV_WINDOW, DCTCP_ALPHA_ONE, DCTCP_ONE,
 };
 use loader::model;
+use loader::top::switch::monotonic_ns;
 use netns_lab::cc::LabCc;
-use netns_lab::scenario::{self, monotonic_ns, RunData, Scenario};
+use netns_lab::scenario::{self, RunData, Scenario};
 
 const TCP_CA_CWR: u8 = 2;
 

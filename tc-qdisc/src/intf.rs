@@ -3,4 +3,4 @@
 
 include!(concat!(env!("OUT_DIR"), "/intf.rs"));
 
-pub use loader::intf::from_bytes;
+pub use loader::intf::{from_bytes, marker_stats, queue_now};

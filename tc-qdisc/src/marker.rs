@@ -35,8 +35,8 @@ pub struct RxFlow {
     pub ect_pkts: u64,
 }
 
-/// Every arrival the probe recorded, in order, and every dequeue (only when
-/// every arrival is recorded: the two together give the queue over time).
+/// Every arrival the probe recorded, in order, and every dequeue if the
+/// switch recorded them (the two together give the queue over time).
 #[derive(Default)]
 pub struct QueueTrace {
     pub samples: Vec<queue_sample>,
@@ -128,15 +128,23 @@ fn drain<T: Copy + Default + Send + 'static>(
 
 impl BpfSwitch {
     /// Loads the switch with `cfg` and attaches the marker/probe to `egress`
-    /// in `switch_ns` and the CE counter to `rx_if` in `rx_ns`.
+    /// in `switch_ns` and the CE counter to `rx_if` in `rx_ns`. With
+    /// `departures` (which needs every arrival, `cfg.sample == 1`) it also
+    /// records every dequeue, for the queue over time.
     pub fn start(
         pin_dir: Option<&Path>,
         cfg: marker_config,
+        departures: bool,
         switch_ns: &Path,
         egress: &str,
         rx_ns: &Path,
         rx_if: &str,
     ) -> Result<BpfSwitch> {
+        anyhow::ensure!(
+            !departures || cfg.sample == 1,
+            "departures are recorded only beside every arrival (sample 1, not {})",
+            cfg.sample
+        );
         let mut storage = MaybeUninit::uninit();
         let mut open = SwitchSkelBuilder::default()
             .open(&mut storage)
@@ -169,9 +177,7 @@ impl BpfSwitch {
             attach_tcx(&skel.progs.bottleneck_egress, switch_ns, egress)?,
             attach_tcx(&skel.progs.receiver_ingress, rx_ns, rx_if)?,
         ];
-        // Departures only make sense beside every arrival.
-        let every_arrival = cfg.sample == 1;
-        if every_arrival {
+        if departures {
             links.push(
                 skel.progs
                     .bottleneck_dequeue
@@ -194,7 +200,7 @@ impl BpfSwitch {
         let reader = (cfg.sample > 0)
             .then(|| drain(&skel.maps.samples))
             .transpose()?;
-        let departures = every_arrival
+        let departures = departures
             .then(|| drain(&skel.maps.departures))
             .transpose()?;
         Ok(BpfSwitch {
@@ -209,23 +215,7 @@ impl BpfSwitch {
 
     /// Marker counters, summed over CPUs.
     pub fn stats(&self) -> Result<marker_stats> {
-        let per_cpu = self
-            .stats
-            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
-            .context("no stats")?;
-        let mut t = marker_stats::default();
-        for s in per_cpu.iter().filter_map(|b| from_bytes::<marker_stats>(b)) {
-            t.pkts += s.pkts;
-            t.bytes += s.bytes;
-            t.marked += s.marked;
-            t.dropped += s.dropped;
-            t.taildrop += s.taildrop;
-            t.ce_in += s.ce_in;
-            t.ring_full += s.ring_full;
-            t.departed += s.departed;
-            t.departures_lost += s.departures_lost;
-        }
-        Ok(t)
+        loader::top::switch::sum_stats(&self.stats)
     }
 
     /// What the receiver saw, per flow.

@@ -60,19 +60,10 @@ pub fn read(dir: &Path) -> Result<SwitchNow> {
             .context("queue_now: empty map")?;
         intf::from_bytes(&bytes).context("queue_now: short value")?
     };
-    let stats = {
-        let map = open(
-            &dir.join("marker_stats"),
-            std::mem::size_of::<marker_stats>(),
-        )?;
-        let per_cpu = map
-            .lookup_percpu(&KEY0, MapFlags::ANY)?
-            .context("marker_stats: empty map")?;
-        per_cpu
-            .iter()
-            .filter_map(|b| intf::from_bytes::<marker_stats>(b))
-            .fold(marker_stats::default(), |acc, s| add(&acc, &s))
-    };
+    let stats = sum_stats(&open(
+        &dir.join("marker_stats"),
+        std::mem::size_of::<marker_stats>(),
+    )?)?;
     Ok(SwitchNow {
         queue,
         idle_s: monotonic_ns().saturating_sub(queue.ts_ns) as f64 / 1e9,
@@ -91,6 +82,17 @@ fn open(pin: &Path, value_size: usize) -> Result<MapHandle> {
         value_size
     );
     Ok(map)
+}
+
+/// The marker's per-CPU counters (`marker_stats` map), summed over CPUs.
+pub fn sum_stats(map: &MapHandle) -> Result<marker_stats> {
+    let per_cpu = map
+        .lookup_percpu(&KEY0, MapFlags::ANY)?
+        .context("marker_stats: empty map")?;
+    Ok(per_cpu
+        .iter()
+        .filter_map(|b| intf::from_bytes::<marker_stats>(b))
+        .fold(marker_stats::default(), |acc, s| add(&acc, &s)))
 }
 
 /// Field-wise sum, for the per-CPU counters.

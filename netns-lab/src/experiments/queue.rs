@@ -444,7 +444,6 @@ fn mark(ok: bool) -> &'static str {
     }
 }
 
-/// Theory (Alizadeh et al. 2010, section 3.3) beside the measurements.
 /// The host's share in the figures: a lab whose CPUs are busy forwarding
 /// packets holds them back in its own backlogs, out of the switch's queue.
 fn host_note(outcomes: &[Outcome]) -> String {
@@ -468,6 +467,7 @@ fn host_note(outcomes: &[Outcome]) -> String {
     s
 }
 
+/// Theory (Alizadeh et al. 2010, section 3.3) beside the measurements.
 fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> String {
     let n = cfg.flows as f64;
     let k = f64::from(cfg.k);
