@@ -200,7 +200,7 @@ impl Pair {
         let server = self.server.spawn(move || -> Result<u64> {
             pin_to_cpu(1);
             let addr = SocketAddr::from((SERVER, PORT));
-            let l = listen_announced(&server_cc, addr, Duration::from_secs(30), &ready_tx)?;
+            let l = listen_announced(&server_cc, addr, Duration::from_secs(30), None, &ready_tx)?;
             let (mut s, _) = l.accept()?;
             let mut buf = vec![0u8; 1 << 20];
             let mut got = 0u64;
@@ -527,6 +527,7 @@ fn through_switch(
     let results = run_bulk(
         &star,
         &flows,
+        None,
         Duration::from_secs_f64(secs),
         iv,
         stop,

@@ -37,6 +37,9 @@ pub struct Scenario {
     pub trace_algorithm: Option<String>,
     /// Short flows arriving at random beside the long ones.
     pub short_flows: Option<ShortFlowSpec>,
+    /// Each receiver's window cap (TCP_WINDOW_CLAMP), bytes: how much the
+    /// long flows can ever have in flight.
+    pub rwnd_clamp_bytes: Option<u32>,
 }
 
 impl Scenario {
@@ -66,6 +69,7 @@ impl Scenario {
             interval: Duration::from_millis(100),
             trace_algorithm: None,
             short_flows: None,
+            rwnd_clamp_bytes: None,
         }
     }
 }
@@ -126,6 +130,20 @@ pub struct Outcome {
     pub softirq_share: f64,
     /// htb's hysteresis mode during the run (on unless `lab --no-htb-hysteresis`).
     pub htb_hysteresis: Option<bool>,
+    /// The receivers' window cap, bytes, if the scenario set one.
+    pub rwnd_clamp_bytes: Option<u32>,
+}
+
+impl Outcome {
+    /// The largest share of a long flow's busy time its receiver's window
+    /// held it back (tcp_info), or None if no flow was ever busy.
+    pub fn rwnd_limited_share(&self) -> Option<f64> {
+        self.flows
+            .iter()
+            .filter(|f| f.info.busy_us > 0)
+            .map(|f| f.info.rwnd_limited_us as f64 / f.info.busy_us as f64)
+            .reduce(f64::max)
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -216,18 +234,26 @@ pub fn run(
         .as_ref()
         .map(|s| ShortFlows::start(&star, s, scn.duration, stop))
         .transpose()?;
-    let flows = run_bulk(&star, &scn.flows, scn.duration, scn.interval, stop, |t| {
-        if at_warmup.is_none() && t >= scn.warmup {
-            at_warmup = Some((
-                monotonic_ns(),
-                qdisc_stats::read(&ns, &dev)?,
-                switch.stats()?,
-                Cpu::now()?,
-            ));
-        }
-        progress(t);
-        Ok(())
-    })?;
+    let flows = run_bulk(
+        &star,
+        &scn.flows,
+        scn.rwnd_clamp_bytes,
+        scn.duration,
+        scn.interval,
+        stop,
+        |t| {
+            if at_warmup.is_none() && t >= scn.warmup {
+                at_warmup = Some((
+                    monotonic_ns(),
+                    qdisc_stats::read(&ns, &dev)?,
+                    switch.stats()?,
+                    Cpu::now()?,
+                ));
+            }
+            progress(t);
+            Ok(())
+        },
+    )?;
     let end_ns = monotonic_ns();
     let end_cpu = Cpu::now()?;
     let short = short.map(ShortFlows::finish).transpose()?;
@@ -307,6 +333,7 @@ pub fn run(
         short_fct: short.as_deref().map(FctSummary::of),
         softirq_share,
         htb_hysteresis: tc_qdisc::hysteresis::current(),
+        rwnd_clamp_bytes: scn.rwnd_clamp_bytes,
     };
     let mut outcome = outcome;
     outcome.trace_check = cc_trace

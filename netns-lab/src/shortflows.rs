@@ -167,7 +167,7 @@ impl ShortFlows {
         let server = star.receiver.ns.spawn(move || -> Result<()> {
             // accept() wakes up now and then to see whether to stop.
             let addr = SocketAddr::from((RECEIVER_ADDR, SHORT_PORT));
-            let l = listen_announced(&cc, addr, Duration::from_millis(100), &ready_tx)?;
+            let l = listen_announced(&cc, addr, Duration::from_millis(100), None, &ready_tx)?;
             let mut conns = Vec::new();
             while !server_done.load(Ordering::Relaxed) {
                 match l.accept() {

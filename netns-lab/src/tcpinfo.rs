@@ -16,6 +16,19 @@ pub struct TcpInfo {
     pub bytes_retrans: u64,
     /// Reordering events seen (Linux 4.19+): retransmits that were not losses.
     pub reord_seen: u32,
+    /// Time with data to send (Linux 4.10+), us.
+    pub busy_us: u64,
+    /// Of that, time the receiver's window held the sender back, us.
+    pub rwnd_limited_us: u64,
+    /// The window scale this end announced at the handshake.
+    pub rcv_wscale: u8,
+}
+
+impl TcpInfo {
+    /// The largest window this end can ever advertise, bytes.
+    pub fn max_rcv_window(&self) -> u32 {
+        65535 << self.rcv_wscale
+    }
 }
 
 fn u32_at(b: &[u8], off: usize) -> u32 {
@@ -53,6 +66,10 @@ pub fn read(fd: BorrowedFd<'_>) -> std::io::Result<TcpInfo> {
         delivered_ce: u32_at(b, 196),
         bytes_retrans: u64_at(b, 208),
         reord_seen: u32_at(b, 220),
+        busy_us: u64_at(b, 168),
+        rwnd_limited_us: u64_at(b, 176),
+        // tcpi_snd_wscale:4, tcpi_rcv_wscale:4 share byte 6, low bits first.
+        rcv_wscale: b.get(6).map_or(0, |w| w >> 4),
     })
 }
 

@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -38,6 +38,9 @@ pub struct FlowResult {
     /// Bytes the receiver read in each interval.
     pub series: Vec<u64>,
     pub info: TcpInfo,
+    /// The most the receiver could ever advertise, bytes: 65535 << the
+    /// window scale it chose at the handshake.
+    pub receiver_max_window: u32,
 }
 
 struct SenderEnd {
@@ -46,13 +49,39 @@ struct SenderEnd {
     info: TcpInfo,
 }
 
-fn listener(cc: &str, addr: SocketAddr) -> Result<Socket> {
+fn listener(cc: &str, addr: SocketAddr, window_clamp: Option<u32>) -> Result<Socket> {
     let l = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
     l.set_reuse_address(true)?;
     loader::sockopt::set_congestion(l.as_fd(), cc)?;
+    if let Some(bytes) = window_clamp {
+        // Set before listen(): the SYN-ACK's window scale follows from it.
+        set_window_clamp(l.as_fd(), bytes)?;
+    }
     l.bind(&addr.into())?;
     l.listen(1024)?;
     Ok(l)
+}
+
+/// TCP_WINDOW_CLAMP on a listener: the handshake then picks the smallest
+/// window scale that can express `bytes`, and the receiver can never
+/// advertise more than 65535 << that scale (at most twice `bytes`), even
+/// where the kernel raises the clamp itself later as it tunes its buffers.
+fn set_window_clamp(fd: BorrowedFd<'_>, bytes: u32) -> Result<()> {
+    let v = libc::c_int::try_from(bytes).context("window clamp out of range")?;
+    // SAFETY: valid fd, and a pointer/length pair to one c_int.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_WINDOW_CLAMP,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error()).context("TCP_WINDOW_CLAMP");
+    }
+    Ok(())
 }
 
 /// Writes exactly `n` bytes of filler to `s`.
@@ -74,9 +103,10 @@ pub(crate) fn listen_announced(
     cc: &str,
     addr: SocketAddr,
     accept_timeout: Duration,
+    window_clamp: Option<u32>,
     ready: &mpsc::Sender<Result<(), String>>,
 ) -> Result<Socket> {
-    let l = listener(cc, addr).and_then(|l| {
+    let l = listener(cc, addr, window_clamp).and_then(|l| {
         l.set_read_timeout(Some(accept_timeout))?;
         Ok(l)
     });
@@ -108,10 +138,11 @@ fn send_until(cc: &str, port: u16, deadline: Instant, stop: &AtomicBool) -> Resu
 
 /// Runs `flows` for `duration`, sampling received bytes every `interval`
 /// and calling `tick(elapsed)` each time (progress, counters). `stop` ends
-/// the run early (Ctrl-C).
+/// the run early (Ctrl-C). `window_clamp` caps each receiver's window, bytes.
 pub fn run_bulk(
     star: &Star,
     flows: &[FlowSpec],
+    window_clamp: Option<u32>,
     duration: Duration,
     interval: Duration,
     stop: &Arc<AtomicBool>,
@@ -126,14 +157,14 @@ pub fn run_bulk(
         let port = BASE_PORT + i as u16;
         // A sender that never connects must not leave accept() waiting forever.
         let accept_timeout = duration + Duration::from_secs(15);
-        receivers.push(star.receiver.ns.spawn(move || -> Result<()> {
+        receivers.push(star.receiver.ns.spawn(move || -> Result<u32> {
             let addr = SocketAddr::from((RECEIVER_ADDR, port));
-            let l = listen_announced(&cc, addr, accept_timeout, &ready_tx)?;
+            let l = listen_announced(&cc, addr, accept_timeout, window_clamp, &ready_tx)?;
             let (mut s, _) = l.accept()?;
             let mut buf = vec![0u8; 256 << 10];
             loop {
                 match s.read(&mut buf)? {
-                    0 => return Ok(()),
+                    0 => return Ok(tcpinfo::read(s.as_fd())?.max_rcv_window()),
                     n => counter.fetch_add(n as u64, Ordering::Relaxed),
                 };
             }
@@ -190,13 +221,44 @@ pub fn run_bulk(
             bytes: 0,
             series: std::mem::take(&mut series[i]),
             info: end.info,
+            receiver_max_window: 0,
         });
     }
     for (i, r) in receivers.into_iter().enumerate() {
-        r.join()
+        out[i].receiver_max_window = r
+            .join()
             .map_err(|_| anyhow!("receiver thread panicked"))??
             .with_context(|| format!("receiver of flow {i}"))?;
         out[i].bytes = counters[i].load(Ordering::Relaxed);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn max_window_after_transfer(window_clamp: Option<u32>) -> u32 {
+        let l = listener("reno", SocketAddr::from(([127, 0, 0, 1], 0)), window_clamp).unwrap();
+        let addr = l.local_addr().unwrap().as_socket().unwrap();
+        let client = std::thread::spawn(move || {
+            let mut c = std::net::TcpStream::connect(addr).unwrap();
+            c.write_all(&vec![0u8; 64 << 20]).unwrap();
+        });
+        let (mut s, _) = l.accept().unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        while s.read(&mut buf).unwrap() > 0 {}
+        client.join().unwrap();
+        tcpinfo::read(s.as_fd()).unwrap().max_rcv_window()
+    }
+
+    /// A clamp on the listener bounds what its accepted sockets can ever
+    /// advertise, through the window scale, after a transfer long enough
+    /// for receive-buffer autotuning to have grown everything it can.
+    #[test]
+    fn a_window_clamp_bounds_the_advertised_window_for_good() {
+        assert_eq!(max_window_after_transfer(Some(20 * 1448)), 65535);
+        assert_eq!(max_window_after_transfer(Some(64 * 1448)), 65535 << 1);
+        assert!(max_window_after_transfer(None) > 1 << 20);
+    }
 }

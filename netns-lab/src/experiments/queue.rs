@@ -39,7 +39,17 @@ pub struct QueueConfig {
     pub access_rate_bps: Option<u64>,
     /// Record bpf_dctcp's live trace in its runs.
     pub trace: bool,
+    /// Receive-window cap of the runs on a marking backend, packets (0: none).
+    pub rwnd_clamp_pkts: u32,
 }
+
+/// Payload of one full-sized segment on the lab's 1500-byte links (TCP
+/// timestamps on), the unit of a window in packets.
+pub const SEGMENT_BYTES: u32 = 1448;
+
+/// The largest `--rwnd-clamp`: 16 K packets, 24 MB of window (and a 95 MB
+/// receive buffer behind it).
+pub const RWND_CLAMP_MAX_PKTS: u32 = 1 << 14;
 
 /// One line of the comparison: an algorithm on a backend.
 #[derive(Clone, Debug)]
@@ -57,6 +67,12 @@ impl Variant {
     /// ECN-based DCTCP, held to the DCTCP targets.
     pub fn is_dctcp(&self) -> bool {
         self.cc.ends_with("dctcp")
+    }
+
+    /// Whether the backend marks at K (everything but droptail), where a
+    /// working ECN sender never needs a window beyond K + C x RTT.
+    pub fn marks(&self) -> bool {
+        self.backend != "droptail"
     }
 }
 
@@ -128,6 +144,12 @@ pub fn validate(cfg: &QueueConfig) -> Result<()> {
             .validate()?;
         }
     }
+    if cfg.rwnd_clamp_pkts == 1 || cfg.rwnd_clamp_pkts > RWND_CLAMP_MAX_PKTS {
+        bail!(
+            "--rwnd-clamp {}: give 0 (no clamp) or 2-{RWND_CLAMP_MAX_PKTS} packets",
+            cfg.rwnd_clamp_pkts
+        );
+    }
     Star::validate(&StarSpec {
         access_rate_bps: cfg.access_rate_bps,
         delay: cfg.delay,
@@ -163,6 +185,8 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
                 delay: cfg.delay,
                 access_rate_bps: cfg.access_rate_bps,
                 trace_algorithm: ours.filter(|_| cfg.trace).map(|b| b.name.clone()),
+                rwnd_clamp_bytes: (v.marks() && cfg.rwnd_clamp_pkts > 0)
+                    .then(|| cfg.rwnd_clamp_pkts * SEGMENT_BYTES),
                 ..Scenario::long_flows(
                     &v.label(),
                     bottleneck,
@@ -444,6 +468,14 @@ fn mark(ok: bool) -> &'static str {
     }
 }
 
+fn rwnd_cell(o: &Outcome) -> String {
+    match (o.rwnd_clamp_bytes, o.rwnd_limited_share()) {
+        (Some(_), Some(share)) => format!("{:.2}%", share * 100.0),
+        (Some(_), None) => "?".into(),
+        (None, _) => "no cap".into(),
+    }
+}
+
 /// The host's share in the figures: a lab whose CPUs are busy forwarding
 /// packets holds them back in its own backlogs, out of the switch's queue.
 fn host_note(outcomes: &[Outcome]) -> String {
@@ -503,6 +535,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
             "CE at receiver",
             "goodput per flow (Mbit/s)",
             "guard repairs",
+            "rwnd-limited",
             "host softirq",
         ],
     );
@@ -514,7 +547,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
             .collect();
         let _ = writeln!(
             s,
-            "| {} | {} | {:.1} | {:.0}-{:.0} | {} | {} | {:.0} | {:.1}% | {:.1}% | {} | {} | {:.2}% | {} | {} / {} / {} | {:.0}% |",
+            "| {} | {} | {:.1} | {:.0}-{:.0} | {} | {} | {:.0} | {:.1}% | {:.1}% | {} | {} | {:.2}% | {} | {} / {} / {} | {} | {:.0}% |",
             fmt_rate(o.rate_bps),
             o.label,
             o.queue.mean,
@@ -536,6 +569,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
             o.guard_repairs.0,
             o.guard_repairs.1,
             o.guard_repairs.2,
+            rwnd_cell(o),
             o.softirq_share * 100.0
         );
     }
@@ -545,6 +579,25 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
          held while far more was in flight than the reduction started from (the kernel issue in the README); \
          0 / 0 / 0 means the run never met it.\n"
     );
+    if cfg.rwnd_clamp_pkts > 0 {
+        let _ = writeln!(
+            s,
+            "Receive window: on a marking backend each receiver clamps its window at {} packets \
+             (`--rwnd-clamp`, TCP_WINDOW_CLAMP), so its handshake picks a window scale that can never \
+             advertise more than {} packets, several times the window DCTCP holds here (K + C x RTT shared by \
+             {} flows): a window the kernel issue corrupts cannot burst hundreds of packets into the buffer. \
+             rwnd-limited: the largest share of a sender's busy time the receiver's window held it back \
+             (tcp_info); near 0 means the cap only caught the issue's bursts and did not shape the run.\n",
+            cfg.rwnd_clamp_pkts,
+            outcomes
+                .iter()
+                .filter(|o| o.rwnd_clamp_bytes.is_some())
+                .flat_map(|o| o.flows.iter().map(|f| f.receiver_max_window / SEGMENT_BYTES))
+                .max()
+                .unwrap_or(0),
+            cfg.flows
+        );
+    }
     let _ = writeln!(s, "{}", host_note(outcomes));
     let _ = writeln!(s, "\n## Against theory and the reference traces\n");
     let _ = writeln!(
