@@ -171,9 +171,15 @@ where
                 .legend(move |(x, y)| Circle::new((x + 12, y), 6, color.filled()));
             continue;
         }
+        // A wide polyline is drawn with mitred joins: where a dense series
+        // turns back on itself (up and down at one pixel column, as the
+        // queue at every arrival does) the mitre shoots far past the frame,
+        // through the caption. One-pixel lines have no joins; a series with
+        // more points than the frame has columns looks the same in them.
+        let width = if s.points.len() > 900 { 1 } else { 2 };
         cc.draw_series(LineSeries::new(
             s.points.iter().copied(),
-            color.stroke_width(2),
+            color.stroke_width(width),
         ))
         .map_err(|e| anyhow!("{e}"))?
         .label(s.name.as_str())
@@ -194,4 +200,42 @@ where
         .draw()
         .map_err(|e| anyhow!("{e}"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The queue at every arrival zigzags up and down within a pixel
+    /// column; nothing of it may land outside the frame (in the caption).
+    #[test]
+    fn a_dense_zigzag_stays_inside_its_frame() {
+        register_font().unwrap();
+        let (w, h) = (1000u32, 360u32);
+        let points: Vec<(f64, f64)> = (0..8000)
+            .map(|i| (f64::from(i) * 1e-5, if i % 2 == 0 { 8.0 } else { 26.0 }))
+            .collect();
+        let chart = Chart::new(
+            "queue",
+            "time (s)",
+            "queue (packets)",
+            vec![Series {
+                name: "queue".into(),
+                points,
+            }],
+        );
+        let mut buf = vec![255u8; (w * h * 3) as usize];
+        {
+            let area = BitMapBackend::with_buffer(&mut buf, (w, h)).into_drawing_area();
+            draw_on(&area, &chart).unwrap();
+            area.present().unwrap();
+        }
+        // The series' colour anywhere in the caption band above the frame.
+        let blue = [31u8, 119, 180];
+        let strays = buf[..(w * 30 * 3) as usize]
+            .chunks(3)
+            .filter(|p| *p == blue)
+            .count();
+        assert_eq!(strays, 0, "{strays} series pixels above the frame");
+    }
 }
