@@ -32,7 +32,7 @@ struct Cli {
     /// runs htb in hysteresis mode (the kernel's sch_htb.htb_hysteresis, a
     /// global setting: set to 1 and put back when the last lab holding it
     /// exits, by `lab cleanup` after a killed run), where htb sends up to its
-    /// burst (100 us of line rate, at least 2 packets) before it waits. At
+    /// burst (40 us of line rate, at least 2 packets) before it waits. At
     /// 1 Gbit/s on a virtual machine the per-packet timers took 75 % of the
     /// CPUs and kept even cubic from building a queue (each run's softirq
     /// share is in summary.md; README "The lab at 1 Gbit/s").
