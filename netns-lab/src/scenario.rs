@@ -224,6 +224,7 @@ pub fn run(
     let ns = star.switch.name().to_string();
     let dev = star.bottleneck_if.clone();
     let mut at_warmup: Option<(u64, QdiscCounters, marker_stats, Cpu)> = None;
+    let mut at_end: Option<(u64, QdiscCounters, Cpu)> = None;
     let recorder = scn
         .trace_algorithm
         .as_deref()
@@ -242,6 +243,10 @@ pub fn run(
         scn.interval,
         stop,
         |t| {
+            // The window is stamped at the ticks themselves. The qdisc's
+            // counters read with it come through `tc`, which a slow machine
+            // (the VM tier) takes half a second to answer, so figures that
+            // need them exact use the probes' kernel timestamps instead.
             if at_warmup.is_none() && t >= scn.warmup {
                 at_warmup = Some((
                     monotonic_ns(),
@@ -250,12 +255,22 @@ pub fn run(
                     Cpu::now()?,
                 ));
             }
+            // The senders stop writing at the deadline, so the last tick
+            // closes the window; after it come the drain and the teardown
+            // (joins, the trace), idle time a slow machine stretches.
+            if at_end.is_none() && t + scn.interval / 2 >= scn.duration {
+                at_end = Some((monotonic_ns(), qdisc_stats::read(&ns, &dev)?, Cpu::now()?));
+            }
             progress(t);
             Ok(())
         },
     )?;
-    let end_ns = monotonic_ns();
-    let end_cpu = Cpu::now()?;
+    let at_end = match at_end {
+        Some(e) => e,
+        // Stopped early (Ctrl-C): the window ends now.
+        None => (monotonic_ns(), qdisc_stats::read(&ns, &dev)?, Cpu::now()?),
+    };
+    let (end_ns, end_cpu) = (at_end.0, at_end.2);
     let short = short.map(ShortFlows::finish).transpose()?;
     let cc_trace = recorder.map(Recorder::finish).transpose()?;
     let end_q = qdisc_stats::read(&ns, &dev)?;
@@ -273,11 +288,18 @@ pub fn run(
         let pairs: Vec<(f64, f64)> = steps.iter().map(|&(q, s)| (f64::from(q), s)).collect();
         let held: f64 = steps.iter().map(|s| s.1).sum();
         let empty: f64 = steps.iter().filter(|s| s.0 == 0).map(|s| s.1).sum();
-        (
-            weighted_summary(&pairs),
-            empty / held.max(f64::MIN_POSITIVE),
-        )
+        // (A sum of no steps is -0.0.)
+        let empty = if empty > 0.0 { empty / held } else { 0.0 };
+        (weighted_summary(&pairs), empty)
     });
+    // From the departure probe where it ran: its timestamps are the kernel's,
+    // where the qdisc's byte counter is read through `tc` some time after the
+    // tick (a share of a short window in the VM tier). Lab data packets are
+    // full size, so packets x wire size is the bytes sent.
+    let sent = trace
+        .departed_between(t0, end_ns)
+        .map(|p| p * u64::from(tc_qdisc::backend::PKT_BYTES))
+        .unwrap_or(at_end.1.sent_bytes - q0.sent_bytes);
     let samples: Vec<queue_sample> = trace
         .samples
         .into_iter()
@@ -285,7 +307,6 @@ pub fn run(
         .collect();
     let qlens: Vec<f64> = samples.iter().map(|s| f64::from(s.qlen)).collect();
     let empty = qlens.iter().filter(|&&q| q == 0.0).count() as f64 / qlens.len().max(1) as f64;
-    let sent = end_q.sent_bytes - q0.sent_bytes;
     let utilization = sent as f64 * 8.0 / (scn.bottleneck.rate_bps as f64 * window_s);
     let bpf_marks = end_m.marked - m0.marked;
     let qdisc_marks = end_q.marks - q0.marks;
@@ -294,9 +315,11 @@ pub fn run(
     let goodput_bps = flows
         .iter()
         .map(|f| {
-            let w = &f.series[skip.min(f.series.len())..];
-            w.iter().sum::<u64>() as f64 * 8.0
-                / (w.len().max(1) as f64 * scn.interval.as_secs_f64())
+            let from = skip.min(f.series.len());
+            let bytes: u64 = f.series[from..].iter().sum();
+            let t0 = from.checked_sub(1).map_or(0.0, |i| f.series_end_s[i]);
+            let t1 = f.series_end_s.last().copied().unwrap_or(t0);
+            bytes as f64 * 8.0 / (t1 - t0).max(f64::MIN_POSITIVE)
         })
         .collect();
     let rx_pkts: u64 = rx.iter().filter(|f| f.data_bytes > 0).map(|f| f.pkts).sum();

@@ -37,6 +37,9 @@ pub struct FlowResult {
     pub bytes: u64,
     /// Bytes the receiver read in each interval.
     pub series: Vec<u64>,
+    /// When each interval of `series` ended, seconds from the start: a
+    /// loaded machine stretches intervals past their nominal length.
+    pub series_end_s: Vec<f64>,
     pub info: TcpInfo,
     /// The most the receiver could ever advertise, bytes: 65535 << the
     /// window scale it chose at the handshake.
@@ -193,6 +196,7 @@ pub fn run_bulk(
     }
 
     let mut series: Vec<Vec<u64>> = vec![Vec::new(); flows.len()];
+    let mut ends = Vec::new();
     let mut last: Vec<u64> = vec![0; flows.len()];
     let mut next = start + interval;
     while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
@@ -203,6 +207,7 @@ pub fn run_bulk(
             series[i].push(now - last[i]);
             last[i] = now;
         }
+        ends.push(start.elapsed().as_secs_f64());
         tick(start.elapsed())?;
     }
 
@@ -220,6 +225,7 @@ pub fn run_bulk(
             dport: BASE_PORT + i as u16,
             bytes: 0,
             series: std::mem::take(&mut series[i]),
+            series_end_s: ends.clone(),
             info: end.info,
             receiver_max_window: 0,
         });

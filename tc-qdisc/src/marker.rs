@@ -72,6 +72,22 @@ impl QueueTrace {
         }
         Some(steps)
     }
+
+    /// Packets that left the queue in [from_ns, to_ns); None without
+    /// departures. Stamped by the kernel as they leave, so a window measured
+    /// with them does not depend on when anyone read a counter.
+    pub fn departed_between(&self, from_ns: u64, to_ns: u64) -> Option<u64> {
+        if self.departures.is_empty() {
+            return None;
+        }
+        Some(
+            self.departures
+                .iter()
+                .filter(|d| (from_ns..to_ns).contains(&d.ts_ns))
+                .map(|d| u64::from(d.packets))
+                .sum(),
+        )
+    }
 }
 
 pub struct BpfSwitch {
@@ -328,5 +344,8 @@ mod tests {
         let got: Vec<(u32, u64)> = steps.iter().map(|&(q, s)| (q, ns(s))).collect();
         assert_eq!(got, vec![(1, 5), (2, 10), (2, 10), (1, 10), (0, 10)]);
         assert!(QueueTrace::default().over_time(0, 1).is_none());
+        assert_eq!(trace.departed_between(40, 50), Some(1));
+        assert_eq!(trace.departed_between(0, 60), Some(2));
+        assert_eq!(QueueTrace::default().departed_between(0, 60), None);
     }
 }
