@@ -1,30 +1,50 @@
-//! Choosing and reading a socket's congestion control (TCP_CONGESTION).
+//! Choosing and reading a socket's congestion control (TCP_CONGESTION), and
+//! the other TCP options the lab sets (TCP_WINDOW_CLAMP).
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use crate::intf::DCTCP_NAME_MAX;
 
-pub fn set_congestion(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
-    // SAFETY: valid fd, and a pointer/length pair to the name's bytes.
+/// setsockopt(IPPROTO_TCP, `opt`, `value`); errors name the option as `what`.
+fn set_tcp(fd: BorrowedFd<'_>, opt: libc::c_int, value: &[u8], what: &str) -> io::Result<()> {
+    // SAFETY: valid fd, and a pointer/length pair to `value`'s bytes.
     let rc = unsafe {
         libc::setsockopt(
             fd.as_raw_fd(),
             libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            name.as_ptr().cast(),
-            name.len() as libc::socklen_t,
+            opt,
+            value.as_ptr().cast(),
+            value.len() as libc::socklen_t,
         )
     };
     if rc == 0 {
         Ok(())
     } else {
         let e = io::Error::last_os_error();
-        Err(io::Error::new(
-            e.kind(),
-            format!("TCP_CONGESTION={name}: {e}"),
-        ))
+        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
     }
+}
+
+pub fn set_congestion(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
+    set_tcp(
+        fd,
+        libc::TCP_CONGESTION,
+        name.as_bytes(),
+        &format!("TCP_CONGESTION={name}"),
+    )
+}
+
+/// TCP_WINDOW_CLAMP: the receiver never advertises more than `bytes`.
+pub fn set_window_clamp(fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {
+    let v = libc::c_int::try_from(bytes)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "window clamp out of range"))?;
+    set_tcp(
+        fd,
+        libc::TCP_WINDOW_CLAMP,
+        &v.to_ne_bytes(),
+        &format!("TCP_WINDOW_CLAMP={bytes}"),
+    )
 }
 
 pub fn congestion(fd: BorrowedFd<'_>) -> io::Result<String> {

@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -57,34 +57,15 @@ fn listener(cc: &str, addr: SocketAddr, window_clamp: Option<u32>) -> Result<Soc
     l.set_reuse_address(true)?;
     loader::sockopt::set_congestion(l.as_fd(), cc)?;
     if let Some(bytes) = window_clamp {
-        // Set before listen(): the SYN-ACK's window scale follows from it.
-        set_window_clamp(l.as_fd(), bytes)?;
+        // Set before listen(): the SYN-ACK picks the smallest window scale
+        // that can express it, and the receiver can never advertise more
+        // than 65535 << that scale (under twice `bytes`), even where the
+        // kernel raises the clamp itself later as it tunes its buffers.
+        loader::sockopt::set_window_clamp(l.as_fd(), bytes)?;
     }
     l.bind(&addr.into())?;
     l.listen(1024)?;
     Ok(l)
-}
-
-/// TCP_WINDOW_CLAMP on a listener: the handshake then picks the smallest
-/// window scale that can express `bytes`, and the receiver can never
-/// advertise more than 65535 << that scale (at most twice `bytes`), even
-/// where the kernel raises the clamp itself later as it tunes its buffers.
-fn set_window_clamp(fd: BorrowedFd<'_>, bytes: u32) -> Result<()> {
-    let v = libc::c_int::try_from(bytes).context("window clamp out of range")?;
-    // SAFETY: valid fd, and a pointer/length pair to one c_int.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_WINDOW_CLAMP,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error()).context("TCP_WINDOW_CLAMP");
-    }
-    Ok(())
 }
 
 /// Writes exactly `n` bytes of filler to `s`.

@@ -129,8 +129,9 @@ fn quick_queue_experiment_reproduces_the_shape_of_fig1() {
     }
     // The queue holds at K even in runs the kernel issue of the README
     // ("Known issue") struck: the guard's in-flight hold drains its bursts,
-    // and the receive-window cap (64 packets per flow, 128 in all, against a
-    // 425-packet buffer) keeps them from reaching the buffer's end.
+    // and the receive-window cap (64 packets clamped, at most 90 per flow
+    // through the window scale, 180 in all, against a 425-packet buffer)
+    // keeps them from reaching the buffer's end.
     let median = dctcp["queue"]["p50"].as_f64().unwrap();
     let cubic_mean = cubic["queue"]["mean"].as_f64().unwrap();
     assert!(

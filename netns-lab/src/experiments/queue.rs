@@ -47,8 +47,7 @@ pub struct QueueConfig {
 /// timestamps on), the unit of a window in packets.
 pub const SEGMENT_BYTES: u32 = 1448;
 
-/// The largest `--rwnd-clamp`: 16 K packets, 24 MB of window (and a 95 MB
-/// receive buffer behind it).
+/// The largest `--rwnd-clamp`: 16 K packets, 24 MB of window.
 pub const RWND_CLAMP_MAX_PKTS: u32 = 1 << 14;
 
 /// One line of the comparison: an algorithm on a backend.
