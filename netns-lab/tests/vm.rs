@@ -64,12 +64,18 @@ fn queue(tag: &str, variants: &str, extra: &[&str]) -> Option<std::path::PathBuf
     Some(out)
 }
 
+/// The bar, as the host's summary checks it: the queue over time
+/// (how the reference traces were sampled) within K +/- 3 with p95 at most
+/// K + N + 5. fq_codel marks at dequeue and sits at the bottom of the band
+/// by design (theory K - A/2, about 17.7; measured 17.6-17.7 in 4 runs).
 fn check_dctcp(r: &Value, what: &str) {
-    let mean = r["queue"]["mean"].as_f64().unwrap();
+    let t = &r["queue_over_time"];
+    let (mean, p95) = (t["mean"].as_f64().unwrap(), t["p95"].as_f64().unwrap());
     assert!(
-        (12.0..=28.0).contains(&mean),
-        "{what}: mean queue {mean}, K = 20"
+        (17.0..=23.0).contains(&mean),
+        "{what}: mean queue over time {mean}, K = 20"
     );
+    assert!(p95 <= 27.0, "{what}: p95 queue over time {p95}, K + N + 5 = 27");
     assert_eq!(r["drops"], 0, "{what} dropped");
     // The bar, as on the host. (Before the window ended at the
     // last tick and utilization came from the departure probe, this read
@@ -84,11 +90,12 @@ fn check_dctcp(r: &Value, what: &str) {
     );
     let p = &r["probe_check"];
     eprintln!(
-        "{what}: queue over time mean {} p5-p95 {}-{}, empty {}; utilization {}; departures {} of {} sent",
-        r["queue_over_time"]["mean"],
-        r["queue_over_time"]["p5"],
-        r["queue_over_time"]["p95"],
+        "{what}: queue over time mean {} p5-p95 {}-{}, empty {}; per arrival {}; utilization {}; departures {} of {} sent",
+        t["mean"],
+        t["p5"],
+        t["p95"],
         r["queue_over_time_empty_fraction"],
+        r["queue"]["mean"],
         r["utilization"],
         p["probe_departed"],
         p["qdisc_sent"]
@@ -151,8 +158,8 @@ fn bpf_dctcp_agrees_with_the_kernels_dctcp() {
         "throughput bpf_dctcp {a} vs dctcp {b}"
     );
     let (qa, qb) = (
-        ours["queue"]["mean"].as_f64().unwrap(),
-        theirs["queue"]["mean"].as_f64().unwrap(),
+        ours["queue_over_time"]["mean"].as_f64().unwrap(),
+        theirs["queue_over_time"]["mean"].as_f64().unwrap(),
     );
     assert!(
         (qa - qb).abs() <= 3.0,
