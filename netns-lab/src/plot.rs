@@ -106,6 +106,85 @@ fn bounds(c: &Chart<'_>) -> (f64, f64, f64) {
     )
 }
 
+/// Where the legend goes: the corner of the frame that hides the fewest
+/// data points under it (upper right on a tie), judged from the legend's
+/// size in pixels (entries and longest label). Where every corner would
+/// hide data and the y range is the data's own, also the share of the
+/// height to add on top (`Some(band)`) so that the legend sits above the
+/// data in the upper right.
+fn legend_place(
+    c: &Chart<'_>,
+    (w, h): (u32, u32),
+    (x0, x1, y1): (f64, f64, f64),
+) -> (SeriesLabelPosition, Option<f64>) {
+    use SeriesLabelPosition::{LowerLeft, LowerRight, UpperLeft, UpperRight};
+    let names = c.series.iter().map(|s| s.name.as_str());
+    let entries = c.series.len() + c.hlines.len();
+    let longest = names
+        .chain(c.hlines.iter().map(|(_, l)| l.as_str()))
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0);
+    // The frame is the area less caption, axis labels and margins; a legend
+    // row is about 22 px, a character 9 px, the sample line and padding 60.
+    let frame_h = f64::from(h.saturating_sub(120).max(1));
+    let frame_w = f64::from(w.saturating_sub(120).max(1));
+    let fy = ((entries as f64 * 22.0 + 16.0) / frame_h).min(0.9);
+    let fx = ((longest as f64 * 9.0 + 60.0) / frame_w).min(0.9);
+    let (dx, dy) = (x1 - x0, y1);
+    // Lines are sampled between their points too, so a sparse line that
+    // crosses a corner counts; a reference line counts across its width.
+    let mut samples: Vec<(f64, f64)> = vec![];
+    for s in &c.series {
+        if c.points || s.points.len() > 900 {
+            samples.extend(&s.points);
+            continue;
+        }
+        samples.extend(s.points.first());
+        for w in s.points.windows(2) {
+            let ((xa, ya), (xb, yb)) = (w[0], w[1]);
+            samples.extend((1..=16).map(|i| {
+                let t = f64::from(i) / 16.0;
+                (xa + (xb - xa) * t, ya + (yb - ya) * t)
+            }));
+        }
+    }
+    for &(y, _) in &c.hlines {
+        samples.extend((0..=64).map(|i| (x0 + dx * f64::from(i) / 64.0, y)));
+    }
+    let hidden = |right: bool, upper: bool| {
+        let xs = if right {
+            (x1 - fx * dx, x1)
+        } else {
+            (x0, x0 + fx * dx)
+        };
+        let ys = if upper {
+            (dy - fy * dy, dy)
+        } else {
+            (0.0, fy * dy)
+        };
+        samples
+            .iter()
+            .filter(|&&(x, y)| x >= xs.0 && x <= xs.1 && y >= ys.0 && y <= ys.1)
+            .count()
+    };
+    let corners = [
+        (UpperRight, hidden(true, true)),
+        (UpperLeft, hidden(false, true)),
+        (LowerRight, hidden(true, false)),
+        (LowerLeft, hidden(false, false)),
+    ];
+    let (corner, n) = corners
+        .into_iter()
+        .min_by_key(|&(_, n)| n)
+        .expect("four corners");
+    if n > 0 && c.y_max.is_none() {
+        (UpperRight, Some(fy))
+    } else {
+        (corner, None)
+    }
+}
+
 /// Draws `chart` to a 1000x560 PNG at `path`.
 pub fn draw(path: &Path, chart: &Chart<'_>) -> Result<()> {
     draw_stack(path, std::slice::from_ref(chart))
@@ -137,7 +216,11 @@ fn draw_on<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let (x0, x1, y1) = bounds(chart);
+    let (x0, x1, mut y1) = bounds(chart);
+    let (corner, band) = legend_place(chart, area.dim_in_pixel(), (x0, x1, y1));
+    if let Some(band) = band {
+        y1 /= 1.0 - band;
+    }
     let mut cc = ChartBuilder::on(area)
         .caption(chart.title, ("sans-serif", 24))
         .margin(16)
@@ -196,7 +279,7 @@ where
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 16))
-        .position(SeriesLabelPosition::UpperRight)
+        .position(corner)
         .draw()
         .map_err(|e| anyhow!("{e}"))?;
     Ok(())
@@ -205,6 +288,51 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn line(name: &str, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            name: name.into(),
+            points,
+        }
+    }
+
+    /// A rising line leaves the upper left free: the legend goes there, and
+    /// the y range stays the data's.
+    #[test]
+    fn the_legend_takes_a_free_corner() {
+        let chart = Chart::new(
+            "t",
+            "x",
+            "y",
+            vec![line("rising", vec![(0.0, 0.0), (10.0, 10.0)])],
+        );
+        let (corner, band) = legend_place(&chart, (1000, 560), bounds(&chart));
+        assert!(matches!(corner, SeriesLabelPosition::UpperLeft));
+        assert_eq!(band, None);
+    }
+
+    /// Lines that fill every corner (a flat line at the top, one at the
+    /// bottom, as cubic and DCTCP on one queue chart): the legend goes on top
+    /// of the data, in room added above it.
+    #[test]
+    fn a_full_frame_gets_room_for_its_legend() {
+        let chart = Chart::new(
+            "t",
+            "x",
+            "y",
+            vec![
+                line("high", vec![(0.0, 400.0), (10.0, 410.0)]),
+                line("low", vec![(0.0, 2.0), (10.0, 20.0)]),
+            ],
+        );
+        let (corner, band) = legend_place(&chart, (1000, 560), bounds(&chart));
+        assert!(matches!(corner, SeriesLabelPosition::UpperRight));
+        let band = band.expect("room added");
+        assert!(band > 0.05 && band < 0.3, "{band}");
+        // With a fixed range there is no room to add: the least hidden corner.
+        let fixed = Chart::new("t", "x", "y", chart.series).y_max(410.0);
+        assert_eq!(legend_place(&fixed, (1000, 560), bounds(&fixed)).1, None);
+    }
 
     /// The queue at every arrival zigzags up and down within a pixel
     /// column; nothing of it may land outside the frame (in the caption).

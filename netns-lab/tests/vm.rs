@@ -75,7 +75,10 @@ fn check_dctcp(r: &Value, what: &str) {
         (17.0..=23.0).contains(&mean),
         "{what}: mean queue over time {mean}, K = 20"
     );
-    assert!(p95 <= 27.0, "{what}: p95 queue over time {p95}, K + N + 5 = 27");
+    assert!(
+        p95 <= 27.0,
+        "{what}: p95 queue over time {p95}, K + N + 5 = 27"
+    );
     assert_eq!(r["drops"], 0, "{what} dropped");
     // The bar, as on the host. (Before the window ended at the
     // last tick and utilization came from the departure probe, this read
