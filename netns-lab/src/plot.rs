@@ -9,6 +9,10 @@ use plotters::prelude::*;
 
 const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
+/// A series with more points than the frame has pixel columns: drawn one
+/// pixel wide, and its points alone stand for its line.
+const DENSE_POINTS: usize = 900;
+
 fn register_font() -> Result<()> {
     static DONE: OnceLock<Result<(), String>> = OnceLock::new();
     DONE.get_or_init(|| {
@@ -131,18 +135,18 @@ fn legend_place(
     let frame_w = f64::from(w.saturating_sub(120).max(1));
     let fy = ((entries as f64 * 22.0 + 16.0) / frame_h).min(0.9);
     let fx = ((longest as f64 * 9.0 + 60.0) / frame_w).min(0.9);
-    let (dx, dy) = (x1 - x0, y1);
+    let dx = x1 - x0;
     // Lines are sampled between their points too, so a sparse line that
     // crosses a corner counts; a reference line counts across its width.
     let mut samples: Vec<(f64, f64)> = vec![];
     for s in &c.series {
-        if c.points || s.points.len() > 900 {
+        if c.points || s.points.len() > DENSE_POINTS {
             samples.extend(&s.points);
             continue;
         }
         samples.extend(s.points.first());
-        for w in s.points.windows(2) {
-            let ((xa, ya), (xb, yb)) = (w[0], w[1]);
+        for pair in s.points.windows(2) {
+            let ((xa, ya), (xb, yb)) = (pair[0], pair[1]);
             samples.extend((1..=16).map(|i| {
                 let t = f64::from(i) / 16.0;
                 (xa + (xb - xa) * t, ya + (yb - ya) * t)
@@ -159,9 +163,9 @@ fn legend_place(
             (x0, x0 + fx * dx)
         };
         let ys = if upper {
-            (dy - fy * dy, dy)
+            (y1 - fy * y1, y1)
         } else {
-            (0.0, fy * dy)
+            (0.0, fy * y1)
         };
         samples
             .iter()
@@ -259,7 +263,7 @@ where
         // queue at every arrival does) the mitre shoots far past the frame,
         // through the caption. One-pixel lines have no joins; a series with
         // more points than the frame has columns looks the same in them.
-        let width = if s.points.len() > 900 { 1 } else { 2 };
+        let width = if s.points.len() > DENSE_POINTS { 1 } else { 2 };
         cc.draw_series(LineSeries::new(
             s.points.iter().copied(),
             color.stroke_width(width),

@@ -498,11 +498,14 @@ fn host_note(outcomes: &[Outcome]) -> String {
     s
 }
 
-/// The queue the checks read: over time where the departure probe ran, as
-/// the reference traces were sampled and as the theory's Q(t) is written;
-/// the queue found by arrivals is reported beside it.
-fn judged_queue(o: &Outcome) -> &Summary {
-    o.queue_over_time.as_ref().unwrap_or(&o.queue)
+/// The queue the checks read, and how it is named: over time where the
+/// departure probe ran, as the reference traces were sampled and as the
+/// theory's Q(t) is written; the queue found by arrivals is reported beside it.
+fn judged_queue(o: &Outcome) -> (&Summary, &'static str) {
+    match &o.queue_over_time {
+        Some(t) => (t, " over time"),
+        None => (&o.queue, ""),
+    }
 }
 
 /// Theory (Alizadeh et al. 2010, section 3.3) beside the measurements.
@@ -643,7 +646,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
         let tcp_mean = rows
             .iter()
             .filter(|o| !dctcp_labels.contains(&o.label))
-            .map(|o| judged_queue(o).mean)
+            .map(|o| judged_queue(o).0.mean)
             .fold(0.0, f64::max);
         let _ = writeln!(
             s,
@@ -651,12 +654,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
         );
         for o in rows.iter().filter(|o| dctcp_labels.contains(&o.label)) {
             let l = &o.label;
-            let q = judged_queue(o);
-            let over = if o.queue_over_time.is_some() {
-                " over time"
-            } else {
-                ""
-            };
+            let (q, over) = judged_queue(o);
             let _ = writeln!(
                 s,
                 "| {l} mean queue{over} | K +/- 3 = {:.0}-{:.0} | {:.1} | {} |",
@@ -672,7 +670,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
                 q.p95,
                 mark(q.p95 <= k + n + 5.0)
             );
-            if o.queue_over_time.is_some() {
+            if !over.is_empty() {
                 let _ = writeln!(
                     s,
                     "| {l} mean / p95 queue found by arrivals | (reported) | {:.1} / {:.0} | - |",
