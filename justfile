@@ -60,7 +60,7 @@ bench *ARGS: _root
     cargo build --release --workspace
     target/release/lab bench {{ARGS}}
     @echo "bpf_dctcp against the kernel's own dctcp, in Debian's 6.12 under QEMU (TCG: compare ratios, not absolutes)"
-    netns-lab/vm/run-in-vm target/release/lab bench --baselines reno,cubic,dctcp --no-tracing --rounds 3 --mib 64 --switch-secs 0 --scale 1 --out bench/results/$(date -u +%Y%m%d-%H%M%S)-vm-6.12.json
+    netns-lab/vm/run-in-vm target/release/lab bench --baselines reno,cubic,dctcp --no-tracing --rounds 3 --mib 64 --switch-secs 0 --scale 1 --delay-rates 20M --delay-backends netem,element --delay-secs 5 --out bench/results/$(date -u +%Y%m%d-%H%M%S)-vm-6.12.json
 
 # Kernel backends (red, fq_codel), netem and the kernel's dctcp, in Debian's 6.12 under QEMU
 vm-test: _root
@@ -96,12 +96,13 @@ check-leftovers: _root
     cc=$(tr ' ' '\n' </proc/sys/net/ipv4/tcp_available_congestion_control | grep -cE '^(bpf_[xk]?dctcp|t_|dl[0-9a-f]{5})' || true)
     locks=$( (ls /run/dctcp-lab 2>/dev/null || true) | wc -l)
     rpcgen=$( (pgrep -x rpcgen || true) | wc -l)
+    delayline=$( (pgrep -x delayline || true) | wc -l)
     # A lab that held htb's hysteresis mode on (as labs do unless --no-htb-hysteresis) and did not put it back.
     htb=$( [ -e /run/dctcp-lab.htb_hysteresis ] && echo 1 || echo 0)
-    echo "leftovers: $ns namespaces, $links links, $pins pins, $cc registrations, $progs programs, $locks lab locks, $rpcgen rpcgen processes, $htb htb hysteresis holds"
+    echo "leftovers: $ns namespaces, $links links, $pins pins, $cc registrations, $progs programs, $locks lab locks, $rpcgen rpcgen processes, $delayline delay elements, $htb htb hysteresis holds"
     failed=0
-    for n in "$ns" "$links" "$pins" "$cc" "$progs" "$locks" "$rpcgen" "$htb"; do [ "$n" -eq 0 ] || failed=$((failed + 1)); done
-    echo "check-leftovers: $((8 - failed)) passed, $failed failed"
+    for n in "$ns" "$links" "$pins" "$cc" "$progs" "$locks" "$rpcgen" "$delayline" "$htb"; do [ "$n" -eq 0 ] || failed=$((failed + 1)); done
+    echo "check-leftovers: $((9 - failed)) passed, $failed failed"
     [ "$failed" -eq 0 ]
 
 # Programs of ours already loaded before a test run (a kernel that leaked a

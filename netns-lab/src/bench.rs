@@ -53,6 +53,8 @@ pub struct BenchConfig {
     pub switch_secs: f64,
     /// Star sizes to set up and tear down; empty skips.
     pub scale: Vec<usize>,
+    /// The delay section; None skips it.
+    pub delay: Option<crate::delay_bench::DelayBenchConfig>,
 }
 
 impl BenchConfig {
@@ -74,6 +76,9 @@ impl BenchConfig {
         );
         for &n in &self.scale {
             Star::validate(&StarSpec::senders(n))?;
+        }
+        if let Some(d) = &self.delay {
+            d.validate()?;
         }
         for b in &self.baselines {
             // A modular algorithm is listed once loaded (dctcp on Debian).
@@ -681,6 +686,7 @@ pub struct BenchReport {
     pub algorithms: AlgorithmReport,
     pub switch: Option<SwitchReport>,
     pub scale: Vec<ScaleRun>,
+    pub delay: Vec<crate::delay_bench::DelayRun>,
 }
 
 pub fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<BenchReport> {
@@ -709,12 +715,20 @@ pub fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<BenchReport> {
         eprintln!("lab scale:");
     }
     let scale = scale(cfg)?;
+    let delay = match &cfg.delay {
+        Some(d) => {
+            eprintln!("delay: each rate without a delay, then each delay and backend");
+            crate::delay_bench::run(d, stop)?
+        }
+        None => Vec::new(),
+    };
     Ok(BenchReport {
         machine,
         config: cfg.clone(),
         algorithms,
         switch,
         scale,
+        delay,
     })
 }
 
@@ -812,5 +826,8 @@ pub fn table(r: &BenchReport) -> String {
         "\ngoals: bpf_dctcp CPU per GB within 3 % of reno and cubic; marker <= 50 ns per packet; \
          64 senders up and down in < 5 s"
     );
+    if !r.delay.is_empty() {
+        s += &crate::delay_bench::table(&r.delay);
+    }
     s
 }

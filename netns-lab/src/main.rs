@@ -69,6 +69,10 @@ struct OneRate {
     rate: u64,
     #[command(flatten)]
     star: Star,
+    /// Round trip: by default 500us below 1 Gbit/s, 100us at 1 Gbit/s and
+    /// above (seed 000 and the paper's testbed).
+    #[command(flatten)]
+    rtt: netns_lab::delay::RttArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -96,9 +100,11 @@ enum Command {
         /// fq_codel (kernels with those qdiscs, e.g. `just vm-test`).
         #[arg(long, value_delimiter = ',', default_value = queue::DEFAULT_VARIANTS)]
         variants: Vec<String>,
-        /// Extra delay on the receiver's ACK path, ms (needs sch_netem).
-        #[arg(long)]
-        delay_ms: Option<f64>,
+        /// Round trip (default: the seed's at each rate, 500us below 1
+        /// Gbit/s as seed 000's Mininet runs, 100us at 1 Gbit/s and above as
+        /// the paper's testbed); see --rtt below.
+        #[command(flatten)]
+        rtt: netns_lab::delay::RttArgs,
         /// Rate of each sender's link to the switch (100M, 1G, ...), shaped
         /// by htb on the sender's side as a NIC would pace it; default:
         /// unshaped, as fast as veth forwards.
@@ -246,6 +252,10 @@ enum Command {
         /// Algorithms: bpf_dctcp (attached for the run) and kernel ones.
         #[arg(long, value_delimiter = ',', default_value = "bpf_dctcp,cubic,reno")]
         algorithms: Vec<String>,
+        /// Round trip: by default 100us at 1 Gbit/s and above (the paper's
+        /// incast testbed), 500us below.
+        #[command(flatten)]
+        rtt: netns_lab::delay::RttArgs,
         /// Results directory (default results/incast/<timestamp>).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -289,6 +299,10 @@ enum Command {
         /// Algorithms: bpf_dctcp (attached for the run) and kernel ones.
         #[arg(long, value_delimiter = ',', default_value = "bpf_dctcp,cubic")]
         algorithms: Vec<String>,
+        /// Round trip: by default 100us at 1 Gbit/s and above (seed 004's
+        /// data center, tens of microseconds; the paper's 100us), 500us below.
+        #[command(flatten)]
+        rtt: netns_lab::delay::RttArgs,
         /// Seed of arrivals and sizes (the same for every algorithm).
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -329,6 +343,20 @@ enum Command {
         /// with --quick).
         #[arg(long, value_delimiter = ',')]
         scale: Option<Vec<usize>>,
+        /// Rates of the delay section: each without a delay and at every
+        /// --delays with every --delay-backends (cubic on droptail).
+        #[arg(long, value_delimiter = ',', value_parser = parse_rate, default_value = "100M,1G")]
+        delay_rates: Vec<u64>,
+        /// Round trips of the delay section.
+        #[arg(long, value_delimiter = ',', value_parser = netns_lab::delay::parse_duration, default_value = "100us,1ms,8ms,25ms")]
+        delays: Vec<Duration>,
+        /// Backends of the delay section (netem where the kernel has it).
+        #[arg(long, value_delimiter = ',', value_enum, default_value = "auto")]
+        delay_backends: Vec<netns_lab::delay::DelayBackend>,
+        /// Seconds per delay-section run, 0 to skip the section (default 6,
+        /// 4 with --quick).
+        #[arg(long)]
+        delay_secs: Option<f64>,
         /// JSON report (default bench/results/<timestamp>.json).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -385,7 +413,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
             star,
             duration,
             variants,
-            delay_ms,
+            rtt,
             access_rate,
             no_trace,
             rwnd_clamp,
@@ -406,7 +434,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
                 duration,
                 warmup,
                 variants,
-                delay: delay_ms.map(|ms| Duration::from_secs_f64(ms / 1e3)),
+                rtt,
                 access_rate_bps: access_rate,
                 trace: !no_trace,
                 rwnd_clamp_pkts: rwnd_clamp,
@@ -415,7 +443,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
         }
         Command::Xdctcp {
             quick,
-            link: OneRate { rate, star },
+            link: OneRate { rate, star, rtt },
             short_rate,
             short_min,
             short_max,
@@ -447,6 +475,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
             }
             let cfg = XdctcpConfig {
                 rate_bps: rate,
+                rtt,
                 k: star.k,
                 buffer_pkts: star.buffer,
                 long_flows: star.flows,
@@ -466,13 +495,14 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
         }
         Command::Variants {
             quick,
-            link: OneRate { rate, star },
+            link: OneRate { rate, star, rtt },
             rounds,
             duration,
             out,
         } => {
             let cfg = VariantsConfig {
                 rate_bps: rate,
+                rtt,
                 k: star.k,
                 buffer_pkts: star.buffer,
                 flows: star.flows,
@@ -497,10 +527,12 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
             rounds,
             rto_min_ms,
             algorithms,
+            rtt,
             out,
         } => {
             let cfg = netns_lab::experiments::incast::IncastConfig {
                 rate_bps: rate,
+                rtt,
                 k,
                 buffer_pkts: buffer,
                 workers: if quick { vec![1, 4, 16] } else { workers },
@@ -523,11 +555,13 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
             duration,
             connections,
             algorithms,
+            rtt,
             seed,
             out,
         } => {
             let cfg = netns_lab::experiments::rpc::RpcConfig {
                 rate_bps: rate,
+                rtt,
                 k,
                 buffer_pkts: buffer,
                 senders,
@@ -550,8 +584,13 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
             no_tracing,
             switch_secs,
             scale,
+            delay_rates,
+            delays,
+            delay_backends,
+            delay_secs,
             out,
         } => {
+            let delay_secs = delay_secs.unwrap_or(if quick { 4.0 } else { 6.0 });
             let cfg = netns_lab::bench::BenchConfig {
                 rounds: rounds.unwrap_or(if quick { 2 } else { 5 }),
                 bytes: mib.unwrap_or(if quick { 256 } else { 1024 }) << 20,
@@ -562,6 +601,12 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
                     vec![1, 16]
                 } else {
                     vec![1, 16, 64, 256]
+                }),
+                delay: (delay_secs > 0.0).then(|| netns_lab::delay_bench::DelayBenchConfig {
+                    rates_bps: delay_rates,
+                    delays,
+                    backends: delay_backends,
+                    duration: Duration::from_secs_f64(delay_secs),
                 }),
             };
             cfg.validate()

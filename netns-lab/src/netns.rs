@@ -26,6 +26,20 @@ pub fn ip(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// A binary built beside this one (rpcgen, delayline).
+pub fn sibling_binary(name: &str) -> Result<PathBuf> {
+    let p = std::env::current_exe()?
+        .parent()
+        .context("no directory of the running binary")?
+        .join(name);
+    anyhow::ensure!(
+        p.exists(),
+        "{} is missing: build the workspace (just build)",
+        p.display()
+    );
+    Ok(p)
+}
+
 impl Netns {
     /// Creates the namespace with its loopback up.
     pub fn create(name: &str) -> Result<Netns> {
@@ -59,6 +73,24 @@ impl Netns {
         let shown = path.clone();
         loader::netns::run_in(&self.path(), move || std::fs::write(&path, value))?
             .with_context(|| format!("writing {} in {}", shown.display(), self.name))
+    }
+
+    /// `bin` run in this namespace. It gets SIGTERM if the lab dies first
+    /// (even by SIGKILL), so no helper outlives a killed run inside a
+    /// namespace `lab cleanup` removes. nsenter execs `bin`, which keeps the
+    /// death signal.
+    pub fn command(&self, bin: &std::path::Path) -> Command {
+        use std::os::unix::process::CommandExt;
+        let mut c = Command::new("nsenter");
+        c.arg(format!("--net={}", self.path().display())).arg(bin);
+        // SAFETY: prctl is async-signal-safe; nothing else runs before exec.
+        unsafe {
+            c.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        c
     }
 
     /// Runs `f` on a thread inside this namespace.

@@ -4,7 +4,7 @@
 //! incast` and `lab rpc`.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,6 +15,7 @@ use tc_qdisc::intf::queue_sample;
 use tc_qdisc::qdisc_stats::{self, QdiscCounters};
 use tc_qdisc::{Bottleneck, BpfSwitch};
 
+use crate::delay::{RoundTrip, RttMeasured};
 use crate::netns::Netns;
 use crate::topology::{sender_addr, Star, StarSpec};
 
@@ -22,16 +23,7 @@ pub const WORKER_PORT: u16 = 7000;
 
 /// The rpcgen binary built beside this one.
 pub fn rpcgen() -> Result<PathBuf> {
-    let p = std::env::current_exe()?
-        .parent()
-        .context("no directory of lab")?
-        .join("rpcgen");
-    anyhow::ensure!(
-        p.exists(),
-        "{} is missing: build the workspace (just build)",
-        p.display()
-    );
-    Ok(p)
+    crate::netns::sibling_binary("rpcgen")
 }
 
 /// The TCP MIB summed over namespaces (each has its own /proc/net):
@@ -91,23 +83,6 @@ fn cpu_seconds(pid: u32) -> f64 {
     (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / hz
 }
 
-/// `rpcgen` in `ns`. It gets SIGTERM if lab dies first (even by SIGKILL),
-/// so no worker outlives a killed run inside a namespace `lab cleanup`
-/// removes. nsenter execs rpcgen, which keeps the death signal.
-fn nsenter(ns: &Netns, bin: &PathBuf) -> Command {
-    use std::os::unix::process::CommandExt;
-    let mut c = Command::new("nsenter");
-    c.arg(format!("--net={}", ns.path().display())).arg(bin);
-    // SAFETY: prctl is async-signal-safe; nothing else runs before exec.
-    unsafe {
-        c.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
-    }
-    c
-}
-
 /// What one aggregator run measured.
 pub struct ClientRun {
     pub report: serde_json::Value,
@@ -125,22 +100,27 @@ pub struct ClientRun {
 /// The star with its workers up; everything goes when dropped.
 pub struct RpcStar {
     star: Star,
+    round_trip: Option<RoundTrip>,
     switch: BpfSwitch,
     workers: Vec<Child>,
     bin: PathBuf,
 }
 
 impl RpcStar {
-    /// `n` workers running `cc` behind `bottleneck`; `rto_min_ms` on the
-    /// workers' routes if given.
+    /// `n` workers running `cc` behind `bottleneck`, at `round_trip` if
+    /// given; `rto_min_ms` on the workers' routes if given.
     pub fn start(
         n: usize,
         cc: &str,
         bottleneck: &Bottleneck,
+        round_trip: Option<RoundTrip>,
         rto_min_ms: Option<u32>,
     ) -> Result<RpcStar> {
         let bin = rpcgen()?;
-        let star = Star::build(&StarSpec::senders(n))?;
+        let star = Star::build(&StarSpec {
+            round_trip: round_trip.clone(),
+            ..StarSpec::senders(n)
+        })?;
         star.sysctl_hosts("net.ipv4.tcp_ecn", "1")?;
         bottleneck.install(star.switch.name(), &star.bottleneck_if)?;
         let switch = BpfSwitch::start(
@@ -161,6 +141,7 @@ impl RpcStar {
         }
         let mut s = RpcStar {
             star,
+            round_trip,
             switch,
             workers: Vec::new(),
             bin,
@@ -168,7 +149,7 @@ impl RpcStar {
         for h in &s.star.senders {
             let listen = format!("{}:{WORKER_PORT}", h.addr);
             s.workers.push(
-                nsenter(&h.ns, &s.bin)
+                h.ns.command(&s.bin)
                     .args(["worker", "--listen", &listen, "--cc", cc])
                     .stdout(Stdio::null())
                     .stderr(Stdio::piped())
@@ -224,7 +205,11 @@ impl RpcStar {
         let (c0, q0) = (self.counters()?, qdisc_stats::read(ns, dev)?);
         let m0 = self.switch.stats()?.marked;
         let w0: f64 = self.workers.iter().map(|w| cpu_seconds(w.id())).sum();
-        let mut client = nsenter(&self.star.receiver.ns, &self.bin)
+        let mut client = self
+            .star
+            .receiver
+            .ns
+            .command(&self.bin)
             .arg("client")
             .args(args)
             .stdout(Stdio::piped())
@@ -263,6 +248,19 @@ impl RpcStar {
             worker_cpu_s: w1 - w0,
             client_cpu_s,
         })
+    }
+
+    /// The round trip the run had (the delay element stops here; rpcgen's
+    /// sockets are another process's, so the probe's figures stand for the
+    /// flows').
+    pub fn rtt(&mut self) -> Result<RttMeasured> {
+        let element = self.star.stop_delay()?;
+        Ok(RttMeasured::new(
+            self.round_trip.as_ref(),
+            &self.star,
+            std::iter::empty(),
+            element,
+        ))
     }
 
     /// The queue at every arrival so far.

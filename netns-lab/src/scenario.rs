@@ -15,6 +15,7 @@ use tc_qdisc::{Bottleneck, BpfSwitch, RxFlow};
 
 use crate::bench::Cpu;
 use crate::cctrace::{CcTrace, Recorder, TraceCheck};
+use crate::delay::{RoundTrip, RttMeasured};
 use crate::shortflows::{FctSummary, ShortFlow, ShortFlowSpec, ShortFlows};
 use crate::stats::{summarize, weighted_summary, Summary};
 use crate::topology::{Star, StarSpec};
@@ -28,7 +29,8 @@ pub struct Scenario {
     pub duration: Duration,
     /// Measurements start after this much time (slow start, convergence).
     pub warmup: Duration,
-    pub delay: Option<Duration>,
+    /// Round trip added on the ACK path, if any.
+    pub round_trip: Option<RoundTrip>,
     /// Rate of each sender's link, if shaped (`StarSpec::access_rate_bps`).
     pub access_rate_bps: Option<u64>,
     /// Received-bytes sampling interval.
@@ -64,7 +66,7 @@ impl Scenario {
                 .collect(),
             duration,
             warmup,
-            delay: None,
+            round_trip: None,
             access_rate_bps: None,
             interval: Duration::from_millis(100),
             trace_algorithm: None,
@@ -128,6 +130,8 @@ pub struct Outcome {
     /// Share of all CPUs the machine spent in irq and softirq over the
     /// window: near 1, the lab measures its host, not the network.
     pub softirq_share: f64,
+    /// The round trip the flows really had, beside the configured one.
+    pub rtt: RttMeasured,
     /// htb's hysteresis mode during the run (on unless `lab --no-htb-hysteresis`).
     pub htb_hysteresis: Option<bool>,
     /// The receivers' window cap, bytes, if the scenario set one.
@@ -197,9 +201,9 @@ pub fn run(
     if let Some(s) = &scn.short_flows {
         s.validate()?;
     }
-    let star = Star::build(&StarSpec {
+    let mut star = Star::build(&StarSpec {
         senders,
-        delay: scn.delay,
+        round_trip: scn.round_trip.clone(),
         access_rate_bps: scn.access_rate_bps,
     })?;
     // Classic ECN for every algorithm that does not ask for it itself, so
@@ -278,6 +282,13 @@ pub fn run(
     let rx = switch.rx_flows()?;
     let trace = switch.take_trace()?;
     drop(switch);
+    let element = star.stop_delay()?;
+    let rtt = RttMeasured::new(
+        scn.round_trip.as_ref(),
+        &star,
+        flows.iter().map(|f| (f.sender, f.info.min_rtt_us)),
+        element,
+    );
     drop(star);
 
     let (t0, q0, m0, cpu0) = at_warmup.unwrap_or_default();
@@ -357,6 +368,7 @@ pub fn run(
         softirq_share,
         htb_hysteresis: tc_qdisc::hysteresis::current(),
         rwnd_clamp_bytes: scn.rwnd_clamp_bytes,
+        rtt,
     };
     let mut outcome = outcome;
     outcome.trace_check = cc_trace

@@ -20,6 +20,18 @@ impl Veth {
         b: &str,
         addr_b: &str,
     ) -> Result<Veth> {
+        Veth::create_with(ns_a, a, Some(addr_a), ns_b, b, Some(addr_b))
+    }
+
+    /// As `create`, an end without an address being a plain layer-2 port.
+    pub fn create_with(
+        ns_a: &Netns,
+        a: &str,
+        addr_a: Option<&str>,
+        ns_b: &Netns,
+        b: &str,
+        addr_b: Option<&str>,
+    ) -> Result<Veth> {
         ip(&[
             "link",
             "add",
@@ -35,7 +47,9 @@ impl Veth {
             ns_b.name(),
         ])?;
         for (ns, dev, addr) in [(ns_a, a, addr_a), (ns_b, b, addr_b)] {
-            ns.ip(&["addr", "add", addr, "dev", dev])?;
+            if let Some(addr) = addr {
+                ns.ip(&["addr", "add", addr, "dev", dev])?;
+            }
             ns.ip(&["link", "set", dev, "up"])?;
         }
         Ok(Veth {

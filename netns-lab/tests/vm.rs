@@ -65,8 +65,8 @@ fn queue(tag: &str, variants: &str, extra: &[&str]) -> Option<std::path::PathBuf
 }
 
 /// DCTCP held near K, with margins TCG's noise cannot cross. The exact
-/// targets (mean over time within K +/- 3, p95 <= K + N + 5, utilization
-/// >= 95 %) are the summary's checks and `just bench`'s, not pass/fail
+/// targets (mean over time within K +/- 3, p95 <= K + N + 5, utilization at
+/// least 95 %) are the summary's checks and `just bench`'s, not pass/fail
 /// here: one fresh clone measured 94.8 % under TCG against 97.0-99.8 % in
 /// the others, and fq_codel sits at the band's floor by design (theory
 /// K - A/2, about 17.7; measured 17.4-17.7 in 7 runs). What is asserted
@@ -173,15 +173,37 @@ fn bpf_dctcp_agrees_with_the_kernels_dctcp() {
     assert!(summary.contains("bpf_dctcp@red") && summary.contains("dctcp@red"));
 }
 
+/// `--rtt` on a kernel with netem: both backends give each sender its own
+/// round trip (netem on the switch's sender ports, and the lab's delay
+/// element, which this kernel could do without), within 10 % above and
+/// 1 % below. (min_rtt counts the handshake's small packets too, so a data
+/// packet's 600 us on the wire at 20 Mbit/s does not enter it.)
 #[test]
-fn netem_delay_lengthens_the_round_trip() {
-    let Some(out) = queue("delay", "bpf_dctcp:bpf-step", &["--delay-ms", "2"]) else {
-        return;
-    };
-    let r = outcome(&out, "20M-bpf_dctcp-bpf-step");
-    let rtt = r["flows"][0]["info"]["min_rtt_us"].as_u64().unwrap();
-    assert!(rtt >= 2000, "min RTT {rtt} us with 2 ms of delay");
-    assert_eq!(r["drops"], 0);
+fn both_delay_backends_give_each_sender_its_round_trip() {
+    for backend in ["netem", "element"] {
+        let Some(out) = queue(
+            &format!("rtt-{backend}"),
+            "bpf_dctcp:bpf-step",
+            &["--rtt", "2ms,5ms", "--delay-backend", backend],
+        ) else {
+            return;
+        };
+        let r = outcome(&out, "20M-bpf_dctcp-bpf-step");
+        eprintln!("{backend}: {}", r["rtt"]);
+        assert_eq!(r["rtt"]["backend"], backend);
+        for f in r["rtt"]["flows"].as_array().unwrap() {
+            let (got, want) = (
+                f["min_rtt_us"].as_f64().unwrap(),
+                f["configured_us"].as_f64().unwrap(),
+            );
+            assert!(
+                got >= want * 0.99 && got <= want * 1.1,
+                "{backend}: sender {} min RTT {got} us, configured {want}",
+                f["sender"]
+            );
+        }
+        assert_eq!(r["drops"], 0);
+    }
 }
 
 /// xDCTCP carries traffic on the stock kernel too (`lab xdctcp` end to end

@@ -151,8 +151,9 @@ pub fn qdisc_checks(ns: &str, dev: &str) -> Vec<Check> {
         check(
             "netem",
             netem,
-            "link delay (--delay)",
-            "no delay emulation here: run delay experiments in the VM (just vm-test)",
+            "--rtt adds its delay with netem here (--delay-backend auto picks it)",
+            "--rtt adds its delay with the lab's delay element here (delayline: AF_PACKET between the \
+             switch and the receiver; see the delay element check)",
         ),
     ]
 }

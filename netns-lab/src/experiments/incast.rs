@@ -17,6 +17,7 @@ use serde::Serialize;
 use tc_qdisc::Bottleneck;
 
 use crate::cc::{switch_for, Algorithms};
+use crate::delay::{datacenter_rtt, RttArgs, RttMeasured};
 use crate::experiments::table_header;
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
@@ -33,6 +34,8 @@ const PAPER_DCTCP_ONSET: usize = 35;
 #[derive(Clone, Debug, Serialize)]
 pub struct IncastConfig {
     pub rate_bps: u64,
+    /// `--rtt`; the data-center RTT at the rate by default.
+    pub rtt: RttArgs,
     pub k: u32,
     pub buffer_pkts: u32,
     pub workers: Vec<usize>,
@@ -49,6 +52,11 @@ pub struct IncastConfig {
 impl IncastConfig {
     pub fn validate(&self) -> Result<()> {
         anyhow::ensure!(!self.workers.is_empty(), "give at least one worker count");
+        if let Some(r) = &self.rtt.rtt {
+            for &n in &self.workers {
+                r.validate(n)?;
+            }
+        }
         for &n in &self.workers {
             anyhow::ensure!(
                 (1..=MAX_SENDERS).contains(&n),
@@ -115,6 +123,7 @@ pub struct IncastRun {
     /// Every counted round's completion time, ms (raw data, not in runs.json).
     #[serde(skip)]
     pub qct_rounds_ms: Vec<f64>,
+    pub rtt: RttMeasured,
 }
 
 fn one_run(
@@ -126,7 +135,13 @@ fn one_run(
 ) -> Result<IncastRun> {
     let bottleneck = switch_for(algorithm, cfg.rate_bps, cfg.buffer_pkts, cfg.k);
     // The paper's RTO_min on the workers' routes: they send the data.
-    let mut star = RpcStar::start(n, cc, &bottleneck, Some(cfg.rto_min_ms))?;
+    let mut star = RpcStar::start(
+        n,
+        cc,
+        &bottleneck,
+        cfg.rtt.or(Some(datacenter_rtt(cfg.rate_bps))),
+        Some(cfg.rto_min_ms),
+    )?;
     let share = cfg.share(n);
     let args: Vec<String> = [
         "--connect",
@@ -143,6 +158,7 @@ fn one_run(
     .collect();
     let run = star.client(&args, stop)?;
     let samples = star.queue()?;
+    let rtt = star.rtt()?;
     drop(star);
     // The first round opens every window from the initial one: a warm-up.
     let qct: Vec<f64> = run.report["round_us"]
@@ -173,6 +189,7 @@ fn one_run(
         drops: run.qdisc.drops,
         queue: summarize(&queue),
         qct_rounds_ms: qct,
+        rtt,
     })
 }
 
@@ -327,6 +344,14 @@ fn summary(cfg: &IncastConfig, runs: &[IncastRun]) -> String {
         cfg.k,
         cfg.rto_min_ms
     );
+    let _ = writeln!(
+        s,
+        "{}",
+        crate::delay::summary_lines(
+            runs.iter()
+                .map(|r| (format!("{} N = {}", r.algorithm, r.workers), &r.rtt))
+        )
+    );
     table_header(
         &mut s,
         &[
@@ -420,6 +445,7 @@ mod tests {
             qct_ms: Summary::default(),
             ideal_ms: 1.0,
             slow_round_fraction: hit,
+            rtt: RttMeasured::default(),
             timeouts: 0,
             loss_probes: 0,
             retransmits: 0,
@@ -446,6 +472,7 @@ mod tests {
     fn shares_split_the_response() {
         let mut cfg = IncastConfig {
             rate_bps: 1_000_000_000,
+            rtt: RttArgs::default(),
             k: 20,
             buffer_pkts: 100,
             workers: vec![1],

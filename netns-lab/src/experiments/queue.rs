@@ -16,6 +16,7 @@ use tc_qdisc::{Backend, Bottleneck};
 
 use crate::cc::Algorithms;
 use crate::cctrace::CcTrace;
+use crate::delay::{datacenter_rtt, RoundTrip, RttArgs};
 use crate::experiments::{repairs_note, run_scenario, table_header};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
@@ -34,7 +35,8 @@ pub struct QueueConfig {
     pub warmup: Duration,
     /// What to compare: algorithm:backend pairs, e.g. bpf_dctcp:bpf-step.
     pub variants: Vec<String>,
-    pub delay: Option<Duration>,
+    /// `--rtt` and `--delay-backend`; without `--rtt`, each rate's seed RTT.
+    pub rtt: RttArgs,
     /// Rate of each sender's link to the switch, if shaped.
     pub access_rate_bps: Option<u64>,
     /// Record bpf_dctcp's live trace in its runs.
@@ -116,6 +118,13 @@ pub fn backend_for(name: &str, k: u32, rate_bps: u64) -> Result<Backend> {
     })
 }
 
+impl QueueConfig {
+    /// The round trip of the runs at `rate`.
+    pub fn round_trip(&self, rate_bps: u64) -> Option<RoundTrip> {
+        self.rtt.or(Some(datacenter_rtt(rate_bps)))
+    }
+}
+
 pub fn validate(cfg: &QueueConfig) -> Result<()> {
     anyhow::ensure!(!cfg.rates_bps.is_empty(), "give at least one rate");
     anyhow::ensure!(
@@ -151,7 +160,7 @@ pub fn validate(cfg: &QueueConfig) -> Result<()> {
     }
     Star::validate(&StarSpec {
         access_rate_bps: cfg.access_rate_bps,
-        delay: cfg.delay,
+        round_trip: cfg.rtt.or(None),
         ..StarSpec::senders(cfg.flows)
     })
 }
@@ -181,7 +190,7 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
                 backend: backend_for(&v.backend, cfg.k, rate)?,
             };
             let scn = Scenario {
-                delay: cfg.delay,
+                round_trip: cfg.round_trip(rate),
                 access_rate_bps: cfg.access_rate_bps,
                 trace_algorithm: ours.filter(|_| cfg.trace).map(|b| b.name.clone()),
                 rwnd_clamp_bytes: (v.marks() && cfg.rwnd_clamp_pkts > 0)
@@ -527,6 +536,15 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
         cfg.duration.as_secs_f64(),
         cfg.warmup.as_secs_f64()
     );
+    let _ = writeln!(
+        s,
+        "{}",
+        crate::delay::summary_lines(
+            outcomes
+                .iter()
+                .map(|o| (format!("{} {}", fmt_rate(o.rate_bps), o.label), &o.rtt))
+        )
+    );
     table_header(
         &mut s,
         &[
@@ -616,24 +634,32 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
     for &rate in &cfg.rates_bps {
         let c = rate as f64 / (f64::from(tc_qdisc::backend::PKT_BYTES) * 8.0);
         let rows: Vec<&Outcome> = outcomes.iter().filter(|o| o.rate_bps == rate).collect();
-        let rtt = rows
+        let measured = rows
             .iter()
             .flat_map(|o| o.flows.iter().map(|f| f.info.min_rtt_us))
             .filter(|&r| r > 0)
             .min()
             .unwrap_or(0) as f64
             / 1e6;
+        // The theory takes the RTT the lab was asked for (the first
+        // sender's, where they differ), or what veth gave without one.
+        let configured = cfg.round_trip(rate).map(|r| r.rtt.of(0).as_secs_f64());
+        let rtt = configured.unwrap_or(measured);
         let bdp = c * rtt;
         let amp = 0.5 * (2.0 * n * (bdp + k)).sqrt();
         let tc = 0.5 * (2.0 * (bdp + k) / n).sqrt();
         let _ = writeln!(
             s,
-            "### {}\n\nC = {:.0} packets/s, base RTT {:.0} us (min over flows), C x RTT = {:.2} packets. \
+            "### {}\n\nC = {:.0} packets/s, RTT {:.0} us ({}), C x RTT = {:.2} packets. \
              Full throughput needs K > C x RTT / 7 = {:.2}: K = {} {}. Theory for N = {}: Qmax = K + N = {:.0}, \
              amplitude A = {:.1} packets, period Tc = {:.1} RTTs.\n",
             fmt_rate(rate),
             c,
             rtt * 1e6,
+            match configured {
+                Some(_) => format!("configured; measured base RTT {:.0} us, min over flows", measured * 1e6),
+                None => "no delay added: veth's own, min over flows".into(),
+            },
             bdp,
             bdp / 7.0,
             cfg.k,

@@ -14,6 +14,7 @@ use serde::Serialize;
 use tc_qdisc::Bottleneck;
 
 use crate::cc::{switch_for, Algorithms};
+use crate::delay::{datacenter_rtt, RttArgs, RttMeasured};
 use crate::experiments::table_header;
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
@@ -25,6 +26,8 @@ use crate::units::fmt_rate;
 #[derive(Clone, Debug, Serialize)]
 pub struct RpcConfig {
     pub rate_bps: u64,
+    /// `--rtt`; the data-center RTT at the rate by default.
+    pub rtt: RttArgs,
     pub k: u32,
     pub buffer_pkts: u32,
     pub senders: usize,
@@ -45,6 +48,9 @@ impl RpcConfig {
             "--senders {}: 1 to 16",
             self.senders
         );
+        if let Some(r) = &self.rtt.rtt {
+            r.validate(self.senders)?;
+        }
         anyhow::ensure!(
             self.load > 0.0 && self.load <= 1.5,
             "--load {}: (0, 1.5] of the bottleneck",
@@ -107,11 +113,18 @@ pub struct RpcRun {
     /// rpcgen's own report (raw data, written beside runs.json).
     #[serde(skip)]
     pub report: serde_json::Value,
+    pub rtt: RttMeasured,
 }
 
 fn one_run(cfg: &RpcConfig, algorithm: &str, cc: &str, stop: &Arc<AtomicBool>) -> Result<RpcRun> {
     let bottleneck = switch_for(algorithm, cfg.rate_bps, cfg.buffer_pkts, cfg.k);
-    let star = RpcStar::start(cfg.senders, cc, &bottleneck, None)?;
+    let mut star = RpcStar::start(
+        cfg.senders,
+        cc,
+        &bottleneck,
+        cfg.rtt.or(Some(datacenter_rtt(cfg.rate_bps))),
+        None,
+    )?;
     let mix: Vec<String> = cfg.mix.0.iter().map(|(s, w)| format!("{s}:{w}")).collect();
     let args: Vec<String> = [
         "--connect".to_string(),
@@ -131,6 +144,7 @@ fn one_run(cfg: &RpcConfig, algorithm: &str, cc: &str, stop: &Arc<AtomicBool>) -
     ]
     .to_vec();
     let run = star.client(&args, stop)?;
+    let rtt = star.rtt()?;
     drop(star);
     let r = &run.report;
     let total_bytes = r["response_bytes"].as_u64().unwrap_or(0);
@@ -173,6 +187,7 @@ fn one_run(cfg: &RpcConfig, algorithm: &str, cc: &str, stop: &Arc<AtomicBool>) -
         sender_cpu_s_per_gb: run.worker_cpu_s / gb.max(1e-9),
         receiver_cpu_s_per_gb: run.client_cpu_s / gb.max(1e-9),
         report: run.report,
+        rtt,
     })
 }
 
@@ -288,6 +303,11 @@ fn summary(cfg: &RpcConfig, runs: &[RpcRun]) -> String {
     );
     let _ = writeln!(
         s,
+        "{}",
+        crate::delay::summary_lines(runs.iter().map(|r| (r.algorithm.clone(), &r.rtt)))
+    );
+    let _ = writeln!(
+        s,
         "## Tail latency per RPC size (seed 004, Figures 5 and 6)\n"
     );
     table_header(
@@ -374,6 +394,7 @@ mod tests {
     fn offered_load_sets_the_rate() {
         let cfg = RpcConfig {
             rate_bps: 1_000_000_000,
+            rtt: RttArgs::default(),
             k: 20,
             buffer_pkts: 425,
             senders: 3,

@@ -21,6 +21,7 @@ use tc_qdisc::Bottleneck;
 
 use crate::cc::LabCc;
 use crate::cctrace::CcTrace;
+use crate::delay::{datacenter_rtt, RttArgs, RttMeasured};
 use crate::experiments::{repairs_note, run_scenario, table_header};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
@@ -85,6 +86,8 @@ pub const CONTENDERS: &[Contender] = &[
 #[derive(Clone, Debug, Serialize)]
 pub struct VariantsConfig {
     pub rate_bps: u64,
+    /// `--rtt`; the data-center RTT at the rate by default.
+    pub rtt: RttArgs,
     pub k: u32,
     pub buffer_pkts: u32,
     pub flows: usize,
@@ -94,6 +97,9 @@ pub struct VariantsConfig {
 }
 
 pub fn validate(cfg: &VariantsConfig) -> Result<()> {
+    if let Some(r) = &cfg.rtt.rtt {
+        r.validate(cfg.flows)?;
+    }
     anyhow::ensure!(
         (1..=16).contains(&cfg.flows),
         "--flows {} out of range: 1 to 16",
@@ -132,6 +138,7 @@ pub struct VariantRun {
     /// ... and alpha.
     pub alpha_settle_ms: Option<f64>,
     pub guard_repairs: (u64, u64, u64),
+    pub rtt: RttMeasured,
 }
 
 /// One value of one sender's events over time, (seconds since its first
@@ -228,6 +235,7 @@ impl VariantRun {
             settle_ms: settled(cwnd_points),
             alpha_settle_ms: settled(alpha_points),
             guard_repairs: o.guard_repairs,
+            rtt: o.rtt.clone(),
         }
     }
 }
@@ -235,6 +243,7 @@ impl VariantRun {
 fn scenario(cfg: &VariantsConfig, label: &str, cc: &LabCc) -> Scenario {
     Scenario {
         trace_algorithm: Some(cc.name.clone()),
+        round_trip: cfg.rtt.or(Some(datacenter_rtt(cfg.rate_bps))),
         ..Scenario::long_flows(
             label,
             Bottleneck::step(cfg.rate_bps, cfg.buffer_pkts, cfg.k),
@@ -418,6 +427,14 @@ fn summary(cfg: &VariantsConfig, runs: &[VariantRun]) -> String {
         cfg.rounds,
         cfg.duration.as_secs_f64(),
         cfg.warmup.as_secs_f64()
+    );
+    let _ = writeln!(
+        s,
+        "{}",
+        crate::delay::summary_lines(
+            runs.iter()
+                .map(|r| (format!("{} round {}", r.label, r.round), &r.rtt))
+        )
     );
     table_header(
         &mut s,

@@ -17,6 +17,7 @@ use serde::Serialize;
 use tc_qdisc::Bottleneck;
 
 use crate::cc::LabCc;
+use crate::delay::{datacenter_rtt, RttArgs, RttMeasured};
 use crate::experiments::{repairs_note, run_scenario, table_header};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
@@ -106,6 +107,8 @@ impl Grid {
 #[derive(Clone, Debug, Serialize)]
 pub struct XdctcpConfig {
     pub rate_bps: u64,
+    /// `--rtt`; the data-center RTT at the rate by default.
+    pub rtt: RttArgs,
     pub k: u32,
     pub buffer_pkts: u32,
     pub long_flows: usize,
@@ -127,6 +130,9 @@ pub struct XdctcpConfig {
 }
 
 pub fn validate(cfg: &XdctcpConfig) -> Result<()> {
+    if let Some(r) = &cfg.rtt.rtt {
+        r.validate(cfg.long_flows + 1)?;
+    }
     anyhow::ensure!(
         (1..=64).contains(&cfg.long_flows),
         "--flows {} out of range: 1 to 64",
@@ -179,6 +185,7 @@ pub struct Measured {
     pub queue: Summary,
     pub drops: u64,
     pub guard_repairs: (u64, u64, u64),
+    pub rtt: RttMeasured,
 }
 
 impl Measured {
@@ -193,6 +200,7 @@ impl Measured {
             queue: o.queue.clone(),
             drops: o.drops,
             guard_repairs: o.guard_repairs,
+            rtt: o.rtt.clone(),
         }
     }
 
@@ -223,6 +231,7 @@ fn scenario(
 ) -> Scenario {
     Scenario {
         short_flows: Some(short_spec(cfg, &cc.name, seed)),
+        round_trip: cfg.rtt.or(Some(datacenter_rtt(cfg.rate_bps))),
         ..Scenario::long_flows(
             label,
             Bottleneck::step(cfg.rate_bps, cfg.buffer_pkts, cfg.k),
@@ -443,6 +452,15 @@ fn summary(
         cfg.rounds,
         cfg.duration.as_secs_f64(),
         cfg.warmup.as_secs_f64()
+    );
+    let _ = writeln!(
+        s,
+        "{}",
+        crate::delay::summary_lines(
+            h2h.iter()
+                .chain(sweep)
+                .map(|m| (format!("{} round {}", m.label, m.round), &m.rtt))
+        )
     );
     let _ = writeln!(s, "## Head to head\n");
     table_header(

@@ -1,0 +1,266 @@
+//! `--rtt` end to end on this kernel: the delay element gives every flow
+//! the round trip it was asked for, each sender its own, refuses bad values
+//! before anything is built, and goes with its lab on Ctrl-C and SIGKILL.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+mod common;
+
+use common::{require_root, serial};
+
+fn lab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(args)
+        .output()
+        .expect("running lab")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lab-rtt-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn lab_namespaces() -> usize {
+    std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("dl"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn delaylines() -> usize {
+    let o = Command::new("pgrep")
+        .args(["-x", "delayline"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).lines().count()
+}
+
+/// A quick bpf_dctcp run at 100 Mbit/s with `rtt`; its outcome.
+fn dctcp_at(tag: &str, rtt: &str, extra: &[&str]) -> Value {
+    let out = tmpdir(tag);
+    let mut args = vec![
+        "queue",
+        "--quick",
+        "--rates",
+        "100M",
+        "--variants",
+        "bpf_dctcp:bpf-step",
+        "--rtt",
+        rtt,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = lab(&args);
+    assert!(o.status.success(), "lab {args:?}: {}", stderr(&o));
+    let run = out.join("100M-bpf_dctcp-bpf-step").join("outcome.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(run).unwrap()).unwrap();
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    eprintln!(
+        "{}",
+        summary.lines().take(10).collect::<Vec<_>>().join("\n")
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    v
+}
+
+/// Each flow's min RTT (tcp_info) by sender.
+fn min_rtts(r: &Value) -> Vec<(u64, f64)> {
+    r["rtt"]["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["sender"].as_u64().unwrap(),
+                f["min_rtt_us"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The element carried the whole run's ACK path without losing or
+/// reordering a frame, on time at the median. (The p99 goal, 50 us, is
+/// `just bench`'s: it depends on the host's load.)
+fn assert_element_clean(r: &Value) {
+    assert_eq!(r["rtt"]["backend"], "element", "{}", r["rtt"]);
+    let e = &r["rtt"]["element"];
+    assert!(e["received"].as_u64().unwrap() > 1000, "{e}");
+    assert_eq!(e["dropped_full"], 0, "{e}");
+    assert_eq!(e["dropped_oversize"], 0, "{e}");
+    assert_eq!(e["reordered"], 0, "{e}");
+    // Measured 0.3-1.2 us on this kernel; sleeping without the spin gives
+    // the guest's timer floor, about 25 us.
+    let p50 = e["lateness"]["p50_ns"].as_u64().unwrap();
+    assert!(p50 <= 15_000, "holding error p50 {p50} ns: {e}");
+}
+
+#[test]
+fn with_rtt_8ms_every_flow_sees_8ms() {
+    require_root();
+    let _serial = serial();
+    let r = dctcp_at("8ms", "8ms", &["--delay-backend", "element"]);
+    // The element adds 8 ms less the path's own round trip, measured idle
+    // before the run (26-27 us); under load the path's own is 11-38 us, so
+    // flows measured 7989-8002 us. Below 1 % short, the lab held less
+    // than it was asked; over 10 % long, it held too much or twice.
+    for (sender, us) in min_rtts(&r) {
+        assert!(
+            (7920.0..=8800.0).contains(&us),
+            "sender {sender}: min RTT {us} us with --rtt 8ms"
+        );
+    }
+    assert_element_clean(&r);
+    // 8 ms at 100 Mbit/s is 66 packets in flight: DCTCP still fills the
+    // link (utilization 100 % measured) with K = 20 > C x RTT / 7 = 9.5.
+    assert!(
+        r["utilization"].as_f64().unwrap() > 0.9,
+        "{}",
+        r["utilization"]
+    );
+}
+
+#[test]
+fn two_senders_at_different_rtts_each_see_their_own() {
+    require_root();
+    let _serial = serial();
+    let r = dctcp_at("2rtt", "1ms,8ms", &[]);
+    let rtts = min_rtts(&r);
+    assert_eq!(rtts.len(), 2);
+    for (sender, us) in rtts {
+        let want = if sender == 0 { 1000.0 } else { 8000.0 };
+        assert!(
+            us >= want * 0.99 && us <= want * 1.1,
+            "sender {sender}: min RTT {us} us, configured {want}"
+        );
+    }
+    assert_element_clean(&r);
+}
+
+#[test]
+fn bad_rtt_values_exit_2_before_anything_is_built() {
+    require_root();
+    let _serial = serial();
+    let before = lab_namespaces();
+    let cases: &[(&[&str], &str)] = &[
+        (&["queue", "--rtt", "0"], "no unit"),
+        (&["queue", "--rtt", "0ms"], "must be positive"),
+        (&["queue", "--rtt=-1ms"], "must be positive"),
+        (
+            &["queue", "--rtt", "soon"],
+            "unit `soon` is not ns, us, ms or s",
+        ),
+        (&["queue", "--rtt", "8 parsecs"], "is not ns, us, ms or s"),
+        (&["queue", "--rtt", "2s"], "limit of 1s"),
+        (
+            &["queue", "--rtt", "1ms,2ms,3ms"],
+            "3 round trips for 2 senders",
+        ),
+        (
+            &["variants", "--rtt", "1ms,2ms,3ms"],
+            "3 round trips for 2 senders",
+        ),
+        // Two long flows and the short flows' sender.
+        (
+            &["xdctcp", "--rtt", "1ms,2ms"],
+            "2 round trips for 3 senders",
+        ),
+        (&["queue", "--delay-backend", "teleport"], "invalid value"),
+    ];
+    for (args, expect) in cases {
+        let o = lab(args);
+        assert_eq!(o.status.code(), Some(2), "lab {args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(expect),
+            "lab {args:?}: expected `{expect}` in {}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(lab_namespaces(), before, "a refused run built namespaces");
+    assert_eq!(delaylines(), 0, "a refused run started a delay element");
+}
+
+/// Waits until a lab's delay element runs.
+fn wait_for_element(what: &str) {
+    let t = Instant::now();
+    while delaylines() == 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "{what}: no delay element came up"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn spawn_long_lab(out: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args([
+            "queue",
+            "--duration",
+            "30",
+            "--rates",
+            "100M",
+            "--variants",
+            "cubic:droptail",
+            "--rtt",
+            "2ms",
+            "--delay-backend",
+            "element",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn ctrl_c_and_sigkill_take_the_delay_element_along() {
+    require_root();
+    let _serial = serial();
+    let before = lab_namespaces();
+
+    // Ctrl-C: the lab tears everything down itself.
+    let out = tmpdir("sigint");
+    let child = spawn_long_lab(&out);
+    wait_for_element("Ctrl-C");
+    std::thread::sleep(Duration::from_secs(1));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
+    assert_eq!(delaylines(), 0, "the delay element outlived Ctrl-C");
+    assert_eq!(lab_namespaces(), before, "Ctrl-C left namespaces");
+
+    // SIGKILL: no teardown; the element dies with its parent and `lab
+    // cleanup` removes the namespaces.
+    let mut child = spawn_long_lab(&out);
+    wait_for_element("SIGKILL");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t = Instant::now();
+    while delaylines() > 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the delay element outlived a killed lab"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = lab(&["cleanup"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(lab_namespaces(), before, "cleanup left namespaces");
+    let _ = std::fs::remove_dir_all(&out);
+}
