@@ -173,33 +173,46 @@ fn bpf_dctcp_agrees_with_the_kernels_dctcp() {
     assert!(summary.contains("bpf_dctcp@red") && summary.contains("dctcp@red"));
 }
 
-/// `--rtt` on a kernel with netem: both backends give each sender its own
-/// round trip (netem on the switch's sender ports, and the lab's delay
-/// element, which this kernel could do without), within 10 % above and
-/// 1 % below. (min_rtt counts the handshake's small packets too, so a data
-/// packet's 600 us on the wire at 20 Mbit/s does not enter it.)
+/// `--rtt` on a kernel with netem, both backends (netem on the switch's
+/// sender ports, and the lab's delay element, which this kernel could do
+/// without): each sender's round trip, probed on an idle path before the
+/// run, is its own within 1 % below and 15 % above (TCG adds 100-200 us),
+/// and no flow ever measures less than it asked for. (The flows' min RTT is
+/// not bounded above here: at 20 Mbit/s every data packet spends 600 us on
+/// the wire and DCTCP holds 10 ms of queue, so it read 4.3 ms with 2 ms of
+/// delay under TCG; the host's tests bound it.)
 #[test]
 fn both_delay_backends_give_each_sender_its_round_trip() {
     for backend in ["netem", "element"] {
         let Some(out) = queue(
             &format!("rtt-{backend}"),
             "bpf_dctcp:bpf-step",
-            &["--rtt", "2ms,5ms", "--delay-backend", backend],
+            &["--rtt", "2ms,10ms", "--delay-backend", backend],
         ) else {
             return;
         };
         let r = outcome(&out, "20M-bpf_dctcp-bpf-step");
         eprintln!("{backend}: {}", r["rtt"]);
-        assert_eq!(r["rtt"]["backend"], backend);
-        for f in r["rtt"]["flows"].as_array().unwrap() {
-            let (got, want) = (
-                f["min_rtt_us"].as_f64().unwrap(),
-                f["configured_us"].as_f64().unwrap(),
-            );
+        let rtt = &r["rtt"];
+        assert_eq!(rtt["backend"], backend);
+        let configured = |sender: u64| if sender == 0 { 2000.0 } else { 10_000.0 };
+        let probed = rtt["probed_us"].as_array().unwrap();
+        assert_eq!(probed.len(), 2, "{rtt}");
+        for p in probed {
+            let (sender, got) = (p[0].as_u64().unwrap(), p[1].as_f64().unwrap());
+            let want = configured(sender);
             assert!(
-                got >= want * 0.99 && got <= want * 1.1,
-                "{backend}: sender {} min RTT {got} us, configured {want}",
-                f["sender"]
+                got >= want * 0.99 && got <= want * 1.15,
+                "{backend}: sender {sender} probed {got} us, configured {want}"
+            );
+        }
+        for f in rtt["flows"].as_array().unwrap() {
+            let sender = f["sender"].as_u64().unwrap();
+            let got = f["min_rtt_us"].as_f64().unwrap();
+            assert!(
+                got >= configured(sender) * 0.99,
+                "{backend}: sender {sender} min RTT {got} us, below {}",
+                configured(sender)
             );
         }
         assert_eq!(r["drops"], 0);
