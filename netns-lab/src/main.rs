@@ -9,10 +9,10 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use netns_lab::experiments::queue::{self, QueueConfig};
+use netns_lab::experiments::queue;
 use netns_lab::experiments::variants::VariantsConfig;
 use netns_lab::experiments::xdctcp::{Grid, Setting, XdctcpConfig};
-use netns_lab::experiments::Experiment;
+use netns_lab::experiments::{Experiment, StarArgs};
 use netns_lab::prefix::HTB_STATE;
 use netns_lab::results::ResultsDir;
 use netns_lab::units::parse_rate;
@@ -47,20 +47,6 @@ Lab hosts use 198.18.0.0/15 and send traffic only inside the lab's namespaces.
 Every namespace, veth, pin and program a run creates is removed on success,
 error and Ctrl-C; `lab cleanup` removes what a killed run left. Needs root.";
 
-/// The switch and the long flows every experiment has.
-#[derive(Debug, clap::Args)]
-struct Star {
-    /// Marking threshold K, packets.
-    #[arg(long, default_value_t = 20)]
-    k: u32,
-    /// Bottleneck buffer, packets (deep enough for TCP's sawtooth).
-    #[arg(long, default_value_t = 425)]
-    buffer: u32,
-    /// Long-lived flows, one sender each.
-    #[arg(long, default_value_t = 2)]
-    flows: usize,
-}
-
 /// The star at one bottleneck rate.
 #[derive(Debug, clap::Args)]
 struct OneRate {
@@ -68,9 +54,7 @@ struct OneRate {
     #[arg(long, value_parser = parse_rate, default_value = "100M")]
     rate: u64,
     #[command(flatten)]
-    star: Star,
-    /// Round trip: by default 500us below 1 Gbit/s, 100us at 1 Gbit/s and
-    /// above (seed 000 and the paper's testbed).
+    star: StarArgs,
     #[command(flatten)]
     rtt: netns_lab::delay::RttArgs,
 }
@@ -81,52 +65,11 @@ enum Command {
     ///
     /// Two long flows into one receiver through the switch; DCTCP (bpf_dctcp,
     /// attached for the run) on a K-marking backend against cubic and reno on
-    /// droptail, at each rate. Writes results/queue/<timestamp>/.
-    Queue {
-        /// Short runs (4 s) for tests and a first look.
-        #[arg(long)]
-        quick: bool,
-        /// Bottleneck rates, comma-separated (100M, 1G, 250mbit, ...).
-        #[arg(long, value_delimiter = ',', value_parser = parse_rate, default_value = "100M,1G")]
-        rates: Vec<u64>,
-        #[command(flatten)]
-        star: Star,
-        /// Seconds per run (default 20, or 4 with --quick).
-        #[arg(long)]
-        duration: Option<f64>,
-        /// Comparisons as algorithm:backend, comma-separated. Algorithms:
-        /// bpf_dctcp (attached for the run) or any kernel one (dctcp, cubic,
-        /// reno). Backends: droptail, bpf-step, bpf-red (this kernel), red,
-        /// fq_codel (kernels with those qdiscs, e.g. `just vm-test`).
-        #[arg(long, value_delimiter = ',', default_value = queue::DEFAULT_VARIANTS)]
-        variants: Vec<String>,
-        /// Round trip (default: the seed's at each rate, 500us below 1
-        /// Gbit/s as seed 000's Mininet runs, 100us at 1 Gbit/s and above as
-        /// the paper's testbed); see --rtt below.
-        #[command(flatten)]
-        rtt: netns_lab::delay::RttArgs,
-        /// Rate of each sender's link to the switch (100M, 1G, ...), shaped
-        /// by htb on the sender's side as a NIC would pace it; default:
-        /// unshaped, as fast as veth forwards.
-        #[arg(long, value_parser = parse_rate)]
-        access_rate: Option<u64>,
-        /// Results directory (default results/queue/<timestamp>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Do not record bpf_dctcp's live trace (cc_trace.csv.gz,
-        /// sawtooth.png): no tracing cost on the measured run.
-        #[arg(long)]
-        no_trace: bool,
-        /// Clamp each receiver's window at this many packets
-        /// (TCP_WINDOW_CLAMP) in the runs on a marking backend; 0 for none.
-        /// The window scale the handshake then picks bounds the window for
-        /// good at under twice this (90 packets for 64). DCTCP's window
-        /// stays far below it; it stops a window corrupted by the kernel
-        /// issue (README) from bursting into the buffer. Droptail runs are
-        /// never capped: TCP needs its full window to build the sawtooth.
-        #[arg(long, default_value_t = 64)]
-        rwnd_clamp: u32,
-    },
+    /// droptail, at each rate. The round trip (--rtt) is by default the
+    /// seed's at each rate: 500us below 1 Gbit/s (seed 000's Mininet runs),
+    /// 100us at 1 Gbit/s and above (the paper's testbed). Writes
+    /// results/queue/<timestamp>/.
+    Queue(queue::QueueArgs),
     /// xDCTCP against DCTCP with short flows beside long ones (seed 003).
     ///
     /// Long flows plus short flows (Poisson arrivals, sizes uniform between
@@ -134,7 +77,9 @@ enum Command {
     /// round runs DCTCP and xDCTCP on the same seeded arrivals; then a sweep
     /// over (g, ns, nl) plots short-flow delay against long-flow throughput.
     /// Writes results/xdctcp/<timestamp>/ with summary.md beside seed 003's
-    /// claim (6.646 % lower short-flow delay at equal throughput).
+    /// claim (6.646 % lower short-flow delay at equal throughput). Round trip
+    /// (--rtt) by default 500us below 1 Gbit/s, 100us at 1 Gbit/s and above
+    /// (seed 003 is a simulation of a data center and names none).
     Xdctcp {
         /// Short runs for tests and a first look: 5 s, one round, 2-point sweep.
         #[arg(long)]
@@ -188,7 +133,10 @@ enum Command {
     /// alpha in 1/2^20) and with all four; each carries the same long flows
     /// through the bpf-step switch, traced. Writes results/variants/<timestamp>/:
     /// cwnd and alpha from the flows' start (seed 002's Fig. 1), the queue,
-    /// throughput, fairness and when cwnd settles after slow start.
+    /// throughput, fairness and when cwnd settles after slow start. Round
+    /// trip (--rtt) by default 500us below 1 Gbit/s, 100us at 1 Gbit/s and
+    /// above, data-center RTTs (seed 002's 25 ms is its Internet scenario,
+    /// `--rate 10M --rtt 25ms`).
     Variants {
         /// Short runs for tests and a first look: 4 s, one round.
         #[arg(long)]
@@ -216,7 +164,8 @@ enum Command {
     /// the workers' routes. Writes results/incast/<timestamp>/: query
     /// completion times, timeouts, retransmits, drops and queue per N, plots
     /// against N, and where timeouts start beside the paper's 10 (TCP) and
-    /// 35 (DCTCP) senders.
+    /// 35 (DCTCP) senders. Round trip (--rtt) by default 100us at 1 Gbit/s
+    /// and above (the paper's testbed), 500us below.
     Incast {
         /// N = 1, 4, 16 with 20 rounds, for tests and a first look.
         #[arg(long)]
@@ -252,8 +201,6 @@ enum Command {
         /// Algorithms: bpf_dctcp (attached for the run) and kernel ones.
         #[arg(long, value_delimiter = ',', default_value = "bpf_dctcp,cubic,reno")]
         algorithms: Vec<String>,
-        /// Round trip: by default 100us at 1 Gbit/s and above (the paper's
-        /// incast testbed), 500us below.
         #[command(flatten)]
         rtt: netns_lab::delay::RttArgs,
         /// Results directory (default results/incast/<timestamp>).
@@ -267,7 +214,8 @@ enum Command {
     /// algorithm. Writes results/rpc/<timestamp>/: per size p50, p99, p99.9
     /// latency and goodput share, Jain's index between sizes,
     /// retransmissions, drops, and CPU per GB of senders and receiver, in a
-    /// table shaped like seed 004's Figures 5 and 6.
+    /// table shaped like seed 004's Figures 5 and 6. Round trip (--rtt) by
+    /// default 100us at 1 Gbit/s and above, 500us below.
     Rpc {
         /// 4 s runs.
         #[arg(long)]
@@ -299,8 +247,6 @@ enum Command {
         /// Algorithms: bpf_dctcp (attached for the run) and kernel ones.
         #[arg(long, value_delimiter = ',', default_value = "bpf_dctcp,cubic")]
         algorithms: Vec<String>,
-        /// Round trip: by default 100us at 1 Gbit/s and above (seed 004's
-        /// data center, tens of microseconds; the paper's 100us), 500us below.
         #[command(flatten)]
         rtt: netns_lab::delay::RttArgs,
         /// Seed of arrivals and sizes (the same for every algorithm).
@@ -407,40 +353,7 @@ fn experiment<E: Experiment>(
 fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
     let htb = !cli.no_htb_hysteresis;
     match cli.command {
-        Command::Queue {
-            quick,
-            rates,
-            star,
-            duration,
-            variants,
-            rtt,
-            access_rate,
-            no_trace,
-            rwnd_clamp,
-            out,
-        } => {
-            let duration =
-                Duration::from_secs_f64(duration.unwrap_or(if quick { 4.0 } else { 20.0 }));
-            let warmup = if duration >= Duration::from_secs(10) {
-                Duration::from_secs(3)
-            } else {
-                duration / 4
-            };
-            let cfg = QueueConfig {
-                rates_bps: rates,
-                k: star.k,
-                buffer_pkts: star.buffer,
-                flows: star.flows,
-                duration,
-                warmup,
-                variants,
-                rtt,
-                access_rate_bps: access_rate,
-                trace: !no_trace,
-                rwnd_clamp_pkts: rwnd_clamp,
-            };
-            experiment(&cfg, out.as_deref(), htb, &stop)?;
-        }
+        Command::Queue(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
         Command::Xdctcp {
             quick,
             link: OneRate { rate, star, rtt },

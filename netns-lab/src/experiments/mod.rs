@@ -18,6 +18,20 @@ use crate::cc::LabCc;
 use crate::results::ResultsDir;
 use crate::scenario::{self, RunData, Scenario};
 
+/// The switch and the long flows every star experiment has.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StarArgs {
+    /// Marking threshold K, packets.
+    #[arg(long, default_value_t = 20)]
+    pub k: u32,
+    /// Bottleneck buffer, packets (deep enough for TCP's sawtooth).
+    #[arg(long, default_value_t = 425)]
+    pub buffer: u32,
+    /// Long-lived flows, one sender each.
+    #[arg(long, default_value_t = 2)]
+    pub flows: usize,
+}
+
 /// Runs `scn` behind a progress bar labelled `msg`, counting the guard
 /// repairs of `ours` (the BPF algorithm of the run, if any) into the
 /// outcome. Ctrl-C during the run is an error once the lab is torn down.

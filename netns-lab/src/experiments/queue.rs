@@ -17,13 +17,83 @@ use tc_qdisc::{Backend, Bottleneck};
 use crate::cc::Algorithms;
 use crate::cctrace::CcTrace;
 use crate::delay::{datacenter_rtt, RoundTrip, RttArgs};
-use crate::experiments::{repairs_note, run_scenario, table_header};
+use crate::experiments::{repairs_note, run_scenario, table_header, StarArgs};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::scenario::{Outcome, Scenario};
 use crate::stats::{cdf, Summary};
 use crate::topology::{Star, StarSpec};
-use crate::units::{fmt_rate, rate_tag};
+use crate::units::{fmt_rate, parse_rate, rate_tag};
+
+/// `lab queue`'s options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct QueueArgs {
+    /// Short runs (4 s) for tests and a first look.
+    #[arg(long)]
+    pub quick: bool,
+    /// Bottleneck rates, comma-separated (100M, 1G, 250mbit, ...).
+    #[arg(long, value_delimiter = ',', value_parser = parse_rate, default_value = "100M,1G")]
+    pub rates: Vec<u64>,
+    #[command(flatten)]
+    pub star: StarArgs,
+    /// Seconds per run (default 20, or 4 with --quick).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Comparisons as algorithm:backend, comma-separated. Algorithms:
+    /// bpf_dctcp (attached for the run) or any kernel one (dctcp, cubic,
+    /// reno). Backends: droptail, bpf-step, bpf-red (this kernel), red,
+    /// fq_codel (kernels with those qdiscs, e.g. `just vm-test`).
+    #[arg(long, value_delimiter = ',', default_value = DEFAULT_VARIANTS)]
+    pub variants: Vec<String>,
+    #[command(flatten)]
+    pub rtt: RttArgs,
+    /// Rate of each sender's link to the switch (100M, 1G, ...), shaped
+    /// by htb on the sender's side as a NIC would pace it; default:
+    /// unshaped, as fast as veth forwards.
+    #[arg(long, value_parser = parse_rate)]
+    pub access_rate: Option<u64>,
+    /// Results directory (default results/queue/<timestamp>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Do not record bpf_dctcp's live trace (cc_trace.csv.gz,
+    /// sawtooth.png): no tracing cost on the measured run.
+    #[arg(long)]
+    pub no_trace: bool,
+    /// Clamp each receiver's window at this many packets
+    /// (TCP_WINDOW_CLAMP) in the runs on a marking backend; 0 for none.
+    /// The window scale the handshake then picks bounds the window for
+    /// good at under twice this (90 packets for 64). DCTCP's window
+    /// stays far below it; it stops a window corrupted by the kernel
+    /// issue (README) from bursting into the buffer. Droptail runs are
+    /// never capped: TCP needs its full window to build the sawtooth.
+    #[arg(long, default_value_t = 64)]
+    pub rwnd_clamp: u32,
+}
+
+impl QueueArgs {
+    pub fn config(&self) -> QueueConfig {
+        let duration =
+            Duration::from_secs_f64(self.duration.unwrap_or(if self.quick { 4.0 } else { 20.0 }));
+        let warmup = if duration >= Duration::from_secs(10) {
+            Duration::from_secs(3)
+        } else {
+            duration / 4
+        };
+        QueueConfig {
+            rates_bps: self.rates.clone(),
+            k: self.star.k,
+            buffer_pkts: self.star.buffer,
+            flows: self.star.flows,
+            duration,
+            warmup,
+            variants: self.variants.clone(),
+            rtt: self.rtt.clone(),
+            access_rate_bps: self.access_rate,
+            trace: !self.no_trace,
+            rwnd_clamp_pkts: self.rwnd_clamp,
+        }
+    }
+}
 
 #[derive(Clone, Debug, Serialize)]
 pub struct QueueConfig {
