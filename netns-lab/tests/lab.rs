@@ -11,14 +11,10 @@ use serde_json::Value;
 
 mod common;
 
-use common::{require_root, serial};
-
-fn lab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(args)
-        .output()
-        .expect("running lab")
-}
+use common::{
+    assert_refused, lab, namespaces_with, processes, require_root, serial, stderr, tmpdir,
+    wait_until_gone,
+};
 
 /// Starts lab in the background, stderr captured.
 fn spawn_lab(args: &[&str]) -> std::process::Child {
@@ -28,30 +24,6 @@ fn spawn_lab(args: &[&str]) -> std::process::Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn tmpdir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("lab-test-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-/// Nothing of lab `prefix`-independent kind is left: no lab namespace, no
-/// lab lock, no lab congestion control. (Other tests may run labs at the
-/// same time, so this looks only for objects older runs of *this* test made,
-/// by checking after the child has exited and the names it printed.)
-fn namespaces_with(prefix: &str) -> usize {
-    std::fs::read_dir("/run/netns")
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
-                .count()
-        })
-        .unwrap_or(0)
 }
 
 /// Whether bpf_dctcp's guard repaired anything in this run.
@@ -341,15 +313,7 @@ fn bad_parameters_are_refused_before_anything_is_built() {
         (&["variants", "--flows", "0"], "1 to 16"),
         (&["variants", "--duration", "1"], "exceed the warmup"),
     ];
-    for (args, expect) in cases {
-        let o = lab(args);
-        assert_eq!(o.status.code(), Some(2), "lab {args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains(expect),
-            "lab {args:?}: expected `{expect}` in {}",
-            stderr(&o)
-        );
-    }
+    assert_refused(cases);
     assert_eq!(
         namespaces_with("dl"),
         before,
@@ -862,11 +826,7 @@ fn rpc_lab_reports_both_sizes_for_both_algorithms() {
 }
 
 fn rpcgen_processes() -> usize {
-    let o = Command::new("pgrep")
-        .args(["-x", "rpcgen"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout).lines().count()
+    processes("rpcgen")
 }
 
 /// A lab killed outright (SIGKILL, no teardown) leaves no rpcgen behind:
@@ -902,14 +862,7 @@ fn a_killed_incast_takes_its_workers_along() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    let t = Instant::now();
-    while rpcgen_processes() > 0 {
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "rpcgen outlived a killed lab"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until_gone("rpcgen", 5, "rpcgen outlived a killed lab");
     let o = lab(&["cleanup"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(namespaces_with("dl"), before, "cleanup left namespaces");

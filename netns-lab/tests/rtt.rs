@@ -2,49 +2,26 @@
 //! the round trip it was asked for, each sender its own, refuses bad values
 //! before anything is built, and goes with its lab on Ctrl-C and SIGKILL.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 mod common;
 
-use common::{require_root, serial};
+use common::{
+    assert_refused, lab, namespaces_with, processes, require_root, serial, stderr, tmpdir,
+    wait_until_gone,
+};
 
-fn lab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(args)
-        .output()
-        .expect("running lab")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lab-rtt-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
+/// Lab namespaces (all of them: these tests run one at a time).
 fn lab_namespaces() -> usize {
-    std::fs::read_dir("/run/netns")
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with("dl"))
-                .count()
-        })
-        .unwrap_or(0)
+    namespaces_with("dl")
 }
 
 fn delaylines() -> usize {
-    let o = Command::new("pgrep")
-        .args(["-x", "delayline"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout).lines().count()
+    processes("delayline")
 }
 
 /// A quick bpf_dctcp run at 100 Mbit/s with `rtt`; its outcome.
@@ -179,15 +156,7 @@ fn bad_rtt_values_exit_2_before_anything_is_built() {
         ),
         (&["queue", "--delay-backend", "teleport"], "invalid value"),
     ];
-    for (args, expect) in cases {
-        let o = lab(args);
-        assert_eq!(o.status.code(), Some(2), "lab {args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains(expect),
-            "lab {args:?}: expected `{expect}` in {}",
-            stderr(&o)
-        );
-    }
+    assert_refused(cases);
     assert_eq!(lab_namespaces(), before, "a refused run built namespaces");
     assert_eq!(delaylines(), 0, "a refused run started a delay element");
 }
@@ -251,16 +220,40 @@ fn ctrl_c_and_sigkill_take_the_delay_element_along() {
     wait_for_element("SIGKILL");
     child.kill().unwrap();
     child.wait().unwrap();
-    let t = Instant::now();
-    while delaylines() > 0 {
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "the delay element outlived a killed lab"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until_gone("delayline", 5, "the delay element outlived a killed lab");
     let o = lab(&["cleanup"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(lab_namespaces(), before, "cleanup left namespaces");
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// `lab doctor` says which delay backend this kernel gets: the element
+/// wherever AF_PACKET and tc mirred are (every kernel the lab runs on), and
+/// netem only where sch_netem loads; this kernel has none.
+#[test]
+fn doctor_names_the_delay_backend_this_kernel_gets() {
+    require_root();
+    let _serial = serial();
+    let o = lab(&["doctor", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let checks: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let find = |name: &str| {
+        checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["feature"] == name)
+            .unwrap_or_else(|| panic!("no {name} check in {checks}"))
+            .clone()
+    };
+    assert_eq!(find("delay element")["available"], true);
+    let netem = find("netem");
+    let has_netem = std::path::Path::new("/sys/module/sch_netem").exists();
+    assert_eq!(netem["available"], has_netem, "{netem}");
+    if !has_netem {
+        assert!(
+            netem["note"].as_str().unwrap().contains("delay element"),
+            "{netem}"
+        );
+    }
 }

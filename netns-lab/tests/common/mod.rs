@@ -1,4 +1,7 @@
-//! Helpers every lab test binary uses.
+//! Helpers every lab test binary uses (not every binary uses each).
+#![allow(dead_code)]
+
+use std::process::{Command, Output};
 
 /// One test at a time within a binary: experiments measure queues and must
 /// not compete for the CPUs, and the leftover checks count namespaces.
@@ -14,4 +17,64 @@ pub fn require_root() {
         0,
         "lab tests create namespaces and load BPF: run them as root (just test)"
     );
+}
+
+/// Runs the `lab` binary of this build to completion.
+pub fn lab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(args)
+        .output()
+        .expect("running lab")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A fresh directory name under the system's temp dir, per test process.
+pub fn tmpdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("lab-test-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// How many processes of this exact name run (pgrep -x).
+pub fn processes(name: &str) -> usize {
+    let o = Command::new("pgrep").args(["-x", name]).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).lines().count()
+}
+
+/// Waits up to `secs` for no process named `name` to be left; panics with
+/// `what` if one is.
+pub fn wait_until_gone(name: &str, secs: u64, what: &str) {
+    let t = std::time::Instant::now();
+    while processes(name) > 0 {
+        assert!(t.elapsed() < std::time::Duration::from_secs(secs), "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Each `lab` command line is refused with exit 2 and its message names
+/// what was wrong.
+pub fn assert_refused(cases: &[(&[&str], &str)]) {
+    for (args, expect) in cases {
+        let o = lab(args);
+        assert_eq!(o.status.code(), Some(2), "lab {args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(expect),
+            "lab {args:?}: expected `{expect}` in {}",
+            stderr(&o)
+        );
+    }
+}
+
+/// Namespaces under /run/netns whose name starts with `prefix`.
+pub fn namespaces_with(prefix: &str) -> usize {
+    std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+                .count()
+        })
+        .unwrap_or(0)
 }
