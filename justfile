@@ -35,6 +35,11 @@ lab-queue *ARGS: _root
     cargo build --release --workspace
     target/release/lab queue {{ARGS}}
 
+# Marking threshold K against C x RTT / 7, and K_min by bisection (seed 001): `just lab-ksweep --quick`, `lab ksweep --help`
+lab-ksweep *ARGS: _root
+    cargo build --release --workspace
+    target/release/lab ksweep {{ARGS}}
+
 # xDCTCP against DCTCP with short flows, and a (g, ns, nl) sweep (seed 003): `just lab-xdctcp --quick`, `lab xdctcp --help`
 lab-xdctcp *ARGS: _root
     cargo build --release --workspace

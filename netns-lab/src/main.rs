@@ -70,6 +70,16 @@ enum Command {
     /// 100us at 1 Gbit/s and above (the paper's testbed). Writes
     /// results/queue/<timestamp>/.
     Queue(queue::QueueArgs),
+    /// Marking threshold K against C x RTT / 7 (seed 001).
+    ///
+    /// For each (rate, RTT) pair, long bpf_dctcp flows through bpf-step at
+    /// each K of a log-spaced grid of K / K_opt (1/4 to 10, K_opt = C x RTT
+    /// / 7), then a bisection for K_min, the smallest K whose queue is empty
+    /// at most --empty-target of the time, beside the seed's "about 2 K_opt".
+    /// Writes results/ksweep/<timestamp>/: runs.csv, the queue for several K
+    /// (seed 001 Fig. 1), time empty and utilization against K / K_opt
+    /// (Fig. 2), summary.md.
+    Ksweep(netns_lab::experiments::ksweep::KsweepArgs),
     /// xDCTCP against DCTCP with short flows beside long ones (seed 003).
     ///
     /// Long flows plus short flows (Poisson arrivals, sizes uniform between
@@ -354,6 +364,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
     let htb = !cli.no_htb_hysteresis;
     match cli.command {
         Command::Queue(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
+        Command::Ksweep(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
         Command::Xdctcp {
             quick,
             link: OneRate { rate, star, rtt },

@@ -1,6 +1,7 @@
 //! The experiments of the seeds, each writing a results directory.
 
 pub mod incast;
+pub mod ksweep;
 pub mod queue;
 pub mod rpc;
 pub mod variants;
@@ -61,6 +62,16 @@ pub trait Experiment {
     const NAME: &'static str;
     fn validate(&self) -> Result<()>;
     fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()>;
+}
+
+impl Experiment for ksweep::KsweepConfig {
+    const NAME: &'static str = "ksweep";
+    fn validate(&self) -> Result<()> {
+        ksweep::KsweepConfig::validate(self)
+    }
+    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
+        ksweep::run(self, out, stop).map(drop)
+    }
 }
 
 impl Experiment for queue::QueueConfig {
