@@ -6,11 +6,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{assert_refused, lab, namespaces_with, require_root, serial, stderr, tmpdir};
-
-fn json(path: &std::path::Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+use common::{assert_refused, json, lab, namespaces_with, require_root, serial, stderr, tmpdir};
 
 /// Bounds from 6 quick runs on this kernel (K = 2, 8, 28, 95 and the
 /// bisection's 5 and 6): at K = 2 (K/K_opt 0.21) empty 76-79 % of the time

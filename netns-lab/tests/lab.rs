@@ -12,7 +12,7 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_refused, lab, namespaces_with, processes, require_root, serial, stderr, tmpdir,
+    assert_refused, json, lab, namespaces_with, processes, require_root, serial, stderr, tmpdir,
     wait_until_gone,
 };
 
@@ -482,10 +482,6 @@ fn a_64_sender_star_builds_and_tears_down() {
         up.as_secs_f64(),
         down.as_secs_f64()
     );
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// `lab xdctcp --quick` and `lab variants --quick` end to end: real short

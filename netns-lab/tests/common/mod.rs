@@ -78,3 +78,8 @@ pub fn namespaces_with(prefix: &str) -> usize {
         })
         .unwrap_or(0)
 }
+
+/// A JSON file a run wrote.
+pub fn json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
