@@ -86,6 +86,12 @@ pub fn datacenter_rtt(rate_bps: u64) -> Duration {
     }
 }
 
+/// Packets of 1500 bytes a link of `rate_bps` holds in flight over `rtt`:
+/// C x RTT, the bandwidth-delay product.
+pub fn bdp_pkts(rate_bps: u64, rtt: Duration) -> f64 {
+    rate_bps as f64 * rtt.as_secs_f64() / (1500.0 * 8.0)
+}
+
 /// Round-trip times: one for every sender, or one per sender in order.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Rtt(pub Vec<Duration>);
@@ -121,15 +127,6 @@ impl Rtt {
             );
         }
         Ok(())
-    }
-
-    /// `500 us`, or `100 us, 1 ms` per sender.
-    pub fn describe(&self) -> String {
-        self.0
-            .iter()
-            .map(|d| fmt_duration(*d))
-            .collect::<Vec<_>>()
-            .join(", ")
     }
 }
 
@@ -507,6 +504,5 @@ mod tests {
         let one = Rtt::parse("8ms").unwrap();
         assert!(one.validate(5).is_ok());
         assert_eq!(one.of(4), Duration::from_millis(8));
-        assert_eq!(r.describe(), "100 us, 1 ms");
     }
 }

@@ -17,7 +17,7 @@ use anyhow::Result;
 use serde::Serialize;
 use tc_qdisc::{Backend, Bottleneck};
 
-use crate::delay::{fmt_duration, DelayBackend, RoundTrip, Rtt, RttMeasured};
+use crate::delay::{bdp_pkts, fmt_duration, DelayBackend, RoundTrip, Rtt, RttMeasured};
 use crate::experiments::run_scenario;
 use crate::scenario::Scenario;
 use crate::units::fmt_rate;
@@ -80,10 +80,8 @@ impl DelayRun {
     }
 }
 
-const PKT_BITS: f64 = 1500.0 * 8.0;
-
 fn buffer_for(rate_bps: u64, rtt: Option<Duration>) -> u32 {
-    let bdp = rtt.map_or(0.0, |d| rate_bps as f64 * d.as_secs_f64() / PKT_BITS);
+    let bdp = rtt.map_or(0.0, |d| bdp_pkts(rate_bps, d));
     (2.0 * bdp).ceil().max(425.0) as u32
 }
 

@@ -9,15 +9,14 @@ use crate::{Netns, Prefix, Veth};
 /// Whether the delay element can run here: an AF_PACKET socket on a lab
 /// link, and the tc mirred redirect that carries the data direction past it.
 fn delay_element_check(ns: &Netns, dev: &str) -> Check {
-    let dev2 = dev.to_string();
     let packet = ns
-        .run(move || {
+        .run(|| {
             // SAFETY: plain socket(2); closed right away.
             let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
             if fd >= 0 {
                 unsafe { libc::close(fd) };
             }
-            fd >= 0 && !dev2.is_empty()
+            fd >= 0
         })
         .unwrap_or(false);
     let tc = |args: &[&str]| tc_qdisc::tc::tc(ns.name(), args).is_ok();

@@ -22,7 +22,7 @@ use tc_qdisc::intf::queue_sample;
 use tc_qdisc::Bottleneck;
 
 use crate::cc::Algorithms;
-use crate::delay::{fmt_duration, parse_duration, DelayBackend, RoundTrip, Rtt};
+use crate::delay::{bdp_pkts, fmt_duration, parse_duration, DelayBackend, RoundTrip, Rtt};
 use crate::experiments::queue::SEGMENT_BYTES;
 use crate::experiments::{run_scenario, table_header};
 use crate::plot::{self, Chart, Series};
@@ -32,9 +32,6 @@ use crate::units::{fmt_rate, parse_rate};
 
 /// Seed 001: "the queue under-runs below K / K_opt of about 2".
 pub const SEED_K_MIN_RATIO: f64 = 2.0;
-
-/// Wire bits of one full-sized packet: C in packets/s is the rate over it.
-const PKT_BITS: f64 = 1500.0 * 8.0;
 
 /// One (C, RTT) setting: `100M@8ms`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -56,7 +53,7 @@ impl Pair {
 
     /// C x RTT / 7, packets.
     pub fn k_opt(&self) -> f64 {
-        self.rate_bps as f64 / PKT_BITS * self.rtt.as_secs_f64() / 7.0
+        bdp_pkts(self.rate_bps, self.rtt) / 7.0
     }
 
     pub fn label(&self) -> String {
@@ -194,7 +191,7 @@ impl KsweepConfig {
 /// The bottleneck of a run: bpf-step at K, a buffer that never drops a
 /// DCTCP window (four times the path's BDP plus K, at least 425 packets).
 fn bottleneck(p: &Pair, k: u32) -> Bottleneck {
-    let bdp = p.rate_bps as f64 / PKT_BITS * p.rtt.as_secs_f64();
+    let bdp = bdp_pkts(p.rate_bps, p.rtt);
     let buffer = (4.0 * bdp + f64::from(k) * 2.0).ceil().max(425.0) as u32;
     Bottleneck::step(p.rate_bps, buffer, k)
 }
@@ -206,7 +203,7 @@ fn bottleneck(p: &Pair, k: u32) -> Bottleneck {
 /// 1 ms dropped 4,127 packets at K = 4 and 1 Gbit/s at 500 us 6,808 at
 /// K = 1, each in a burst that emptied the queue after it.
 fn window_cap_pkts(p: &Pair, k: u32) -> u32 {
-    let bdp = p.rate_bps as f64 / PKT_BITS * p.rtt.as_secs_f64();
+    let bdp = bdp_pkts(p.rate_bps, p.rtt);
     (bdp.ceil() as u32 + k).max(64)
 }
 
