@@ -12,6 +12,11 @@ pub struct Netns {
 
 /// Runs `ip` with `args`; the error carries ip's own message.
 pub fn ip(args: &[&str]) -> Result<()> {
+    ip_output(args).map(drop)
+}
+
+/// As `ip`, returning what it printed.
+fn ip_output(args: &[&str]) -> Result<String> {
     let out = Command::new("ip")
         .args(args)
         .output()
@@ -23,7 +28,7 @@ pub fn ip(args: &[&str]) -> Result<()> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    Ok(())
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// A binary built beside this one (rpcgen, delayline).
@@ -41,13 +46,21 @@ pub fn sibling_binary(name: &str) -> Result<PathBuf> {
 }
 
 impl Netns {
-    /// Creates the namespace with its loopback up.
+    /// Creates the namespace with its loopback up and IPv6 off. The labs
+    /// are IPv4 only, and IPv6's own chatter on a new link (duplicate
+    /// address detection, router solicitations, MLD reports) would cross
+    /// the bottleneck as packets without ECT, which a marking qdisc drops.
     pub fn create(name: &str) -> Result<Netns> {
         ip(&["netns", "add", name])?;
         let ns = Netns {
             name: name.to_string(),
         };
         ns.ip(&["link", "set", "lo", "up"])?;
+        if std::path::Path::new("/proc/sys/net/ipv6").exists() {
+            for scope in ["all", "default"] {
+                ns.sysctl(&format!("net.ipv6.conf.{scope}.disable_ipv6"), "1")?;
+            }
+        }
         Ok(ns)
     }
 
@@ -64,6 +77,21 @@ impl Netns {
         let mut all = vec!["-n", &self.name];
         all.extend_from_slice(args);
         ip(&all)
+    }
+
+    /// The hardware address of `dev` in this namespace.
+    pub fn mac(&self, dev: &str) -> Result<String> {
+        let out = ip_output(&["-n", &self.name, "-j", "link", "show", "dev", dev])?;
+        let links: serde_json::Value = serde_json::from_str(&out)?;
+        links[0]["address"]
+            .as_str()
+            .map(str::to_string)
+            .with_context(|| format!("no address of {dev} in {}", self.name))
+    }
+
+    /// A permanent neighbour entry: `addr` is at `mac` through `dev`.
+    pub fn pin_neighbour(&self, dev: &str, addr: &str, mac: &str) -> Result<()> {
+        self.ip(&["neigh", "replace", addr, "lladdr", mac, "dev", dev, "nud", "permanent"])
     }
 
     /// Writes a sysctl of this namespace, e.g. `net.ipv4.tcp_ecn`.

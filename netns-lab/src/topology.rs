@@ -31,7 +31,7 @@ use crate::delay::{DelayBackend, Element, RoundTrip};
 use crate::delayline::{Report, Route};
 use crate::netns::Netns;
 use crate::prefix::Prefix;
-use crate::veth::Veth;
+use crate::veth::{pin_neighbours, Veth};
 
 /// Most senders one star holds: one 198.18.i.0/24 each.
 pub const MAX_SENDERS: usize = 256;
@@ -221,6 +221,10 @@ impl Star {
             ] {
                 offloads_off(ns, dev)?;
             }
+            pin_neighbours(
+                (&switch, &up.a, "198.19.0.254"),
+                (&rx_ns, &down.b, &rx_cidr),
+            )?;
             // Data toward the receiver crosses in the kernel, untouched.
             let tc = |args: &[&str]| tc_qdisc::tc::tc(dl.name(), args);
             tc(&["qdisc", "add", "dev", &up.b, "clsact"])?;
