@@ -40,6 +40,11 @@ lab-ksweep *ARGS: _root
     cargo build --release --workspace
     target/release/lab ksweep {{ARGS}}
 
+# The sawtooth of N flows against DCTCP's analysis (seed 000, paper Fig. 12): `just lab-sawtooth --quick`, `lab sawtooth --help`
+lab-sawtooth *ARGS: _root
+    cargo build --release --workspace
+    target/release/lab sawtooth {{ARGS}}
+
 # xDCTCP against DCTCP with short flows, and a (g, ns, nl) sweep (seed 003): `just lab-xdctcp --quick`, `lab xdctcp --help`
 lab-xdctcp *ARGS: _root
     cargo build --release --workspace

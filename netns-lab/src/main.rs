@@ -80,6 +80,17 @@ enum Command {
     /// (seed 001 Fig. 1), time empty and utilization against K / K_opt
     /// (Fig. 2), summary.md.
     Ksweep(netns_lab::experiments::ksweep::KsweepArgs),
+    /// The sawtooth of N flows against DCTCP's analysis (seed 000, paper Fig. 12).
+    ///
+    /// N long bpf_dctcp flows (default 2, 10, 40) through bpf-step at K (20)
+    /// at each (rate, RTT) pair (default 100M@500us, seed 000's, and
+    /// 1G@100us, the paper's). The queue's top, bottom, amplitude and period
+    /// (autocorrelation of the queue over time) beside Qmax = K + N,
+    /// A = 1/2 sqrt(2N (C x RTT + K)) and T_c = A / N round trips, and how
+    /// synchronized the flows' windows were (the analysis assumes they are).
+    /// Writes results/sawtooth/<timestamp>/: runs.csv, per run the queue with
+    /// the theory's band and the flows' cwnd, summary.md.
+    Sawtooth(netns_lab::experiments::sawtooth::SawtoothArgs),
     /// xDCTCP against DCTCP with short flows beside long ones (seed 003).
     ///
     /// Long flows plus short flows (Poisson arrivals, sizes uniform between
@@ -365,6 +376,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
     match cli.command {
         Command::Queue(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
         Command::Ksweep(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
+        Command::Sawtooth(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
         Command::Xdctcp {
             quick,
             link: OneRate { rate, star, rtt },

@@ -178,6 +178,11 @@ pub struct RunData {
     pub outcome: Outcome,
     /// The probe's samples of the measurement window.
     pub samples: Vec<queue_sample>,
+    /// The queue over the measurement window, `(packets, seconds held)`
+    /// from its start (`window_start_ns`, the probes' clock), rebuilt from
+    /// every arrival and departure; empty when departures were not recorded.
+    pub queue_steps: Vec<(u32, f64)>,
+    pub window_start_ns: u64,
     /// The recorded stream of `trace_algorithm`, whole run.
     pub cc_trace: Option<CcTrace>,
     /// Every short flow of the run.
@@ -295,7 +300,8 @@ pub fn run(
     let window_s = (end_ns.saturating_sub(t0)) as f64 / 1e9;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     let softirq_share = end_cpu.since(cpu0).softirq / (window_s * cpus).max(f64::MIN_POSITIVE);
-    let over_time = trace.over_time(t0, end_ns).map(|steps| {
+    let queue_steps = trace.over_time(t0, end_ns);
+    let over_time = queue_steps.as_ref().map(|steps| {
         let pairs: Vec<(f64, f64)> = steps.iter().map(|&(q, s)| (f64::from(q), s)).collect();
         let held: f64 = steps.iter().map(|s| s.1).sum();
         let empty: f64 = steps.iter().filter(|s| s.0 == 0).map(|s| s.1).sum();
@@ -377,6 +383,8 @@ pub fn run(
     Ok(RunData {
         outcome,
         samples,
+        queue_steps: queue_steps.unwrap_or_default(),
+        window_start_ns: t0,
         cc_trace,
         short: short.unwrap_or_default(),
     })

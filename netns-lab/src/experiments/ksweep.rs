@@ -22,44 +22,15 @@ use tc_qdisc::intf::queue_sample;
 use tc_qdisc::Bottleneck;
 
 use crate::cc::Algorithms;
-use crate::delay::{bdp_pkts, fmt_duration, parse_duration, DelayBackend, RoundTrip, Rtt};
+use crate::delay::{bdp_pkts, DelayBackend, RoundTrip, Rtt};
 use crate::experiments::queue::SEGMENT_BYTES;
-use crate::experiments::{run_scenario, table_header};
+use crate::experiments::{run_scenario, table_header, window_cap_pkts, Pair};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::scenario::{Outcome, Scenario};
-use crate::units::{fmt_rate, parse_rate};
 
 /// Seed 001: "the queue under-runs below K / K_opt of about 2".
 pub const SEED_K_MIN_RATIO: f64 = 2.0;
-
-/// One (C, RTT) setting: `100M@8ms`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Pair {
-    pub rate_bps: u64,
-    pub rtt: Duration,
-}
-
-impl Pair {
-    pub fn parse(s: &str) -> Result<Pair, String> {
-        let (rate, rtt) = s
-            .split_once('@')
-            .ok_or_else(|| format!("`{s}`: expected RATE@RTT, e.g. 100M@8ms"))?;
-        Ok(Pair {
-            rate_bps: parse_rate(rate)?,
-            rtt: parse_duration(rtt)?,
-        })
-    }
-
-    /// C x RTT / 7, packets.
-    pub fn k_opt(&self) -> f64 {
-        bdp_pkts(self.rate_bps, self.rtt) / 7.0
-    }
-
-    pub fn label(&self) -> String {
-        format!("{} at {}", fmt_rate(self.rate_bps), fmt_duration(self.rtt))
-    }
-}
 
 /// `lab ksweep`'s options.
 #[derive(Debug, Clone, clap::Args)]
@@ -196,17 +167,6 @@ fn bottleneck(p: &Pair, k: u32) -> Bottleneck {
     Bottleneck::step(p.rate_bps, buffer, k)
 }
 
-/// Each receiver's window cap, packets: what one flow alone could ever
-/// need (the path's BDP plus K), at least `lab queue`'s 64. As there, it
-/// stops a window the kernel issue (README "Known issue") corrupts from
-/// bursting hundreds of packets into the queue: without it, 100 Mbit/s at
-/// 1 ms dropped 4,127 packets at K = 4 and 1 Gbit/s at 500 us 6,808 at
-/// K = 1, each in a burst that emptied the queue after it.
-fn window_cap_pkts(p: &Pair, k: u32) -> u32 {
-    let bdp = bdp_pkts(p.rate_bps, p.rtt);
-    (bdp.ceil() as u32 + k).max(64)
-}
-
 /// One run's figures.
 #[derive(Clone, Debug, Serialize)]
 pub struct KRun {
@@ -267,22 +227,49 @@ impl KMin {
     }
 }
 
-/// The boundary the runs so far show: (largest K too often empty, smallest
-/// K that was not above it).
-fn boundary(runs: &[KRun], pair: &Pair, target: f64) -> (u32, Option<u32>) {
-    let mine: Vec<&KRun> = runs.iter().filter(|r| r.pair == *pair).collect();
-    let below = mine
+/// The boundary the runs so far show, from (K, share of time empty): the
+/// largest K too often empty (0: none), and the smallest K above it that
+/// was not.
+fn boundary(seen: &[(u32, f64)], target: f64) -> (u32, Option<u32>) {
+    let below = seen
         .iter()
-        .filter(|r| r.empty > target)
-        .map(|r| r.k)
+        .filter(|r| r.1 > target)
+        .map(|r| r.0)
         .max()
         .unwrap_or(0);
-    let above = mine
+    let above = seen
         .iter()
-        .filter(|r| r.empty <= target && r.k > below)
-        .map(|r| r.k)
+        .filter(|r| r.1 <= target && r.0 > below)
+        .map(|r| r.0)
         .min();
     (below, above)
+}
+
+/// Seed 001's search for one pair: every K of the grid, then up to
+/// `bisect` runs halving the gap (whole packets) between the largest K too
+/// often empty and the smallest above it that was not. `empty(k,
+/// bisection)` runs K and gives its share of time empty. Returns the final
+/// boundary.
+fn search_k_min(
+    grid: &[u32],
+    bisect: usize,
+    target: f64,
+    mut empty: impl FnMut(u32, bool) -> Result<f64>,
+) -> Result<(u32, Option<u32>)> {
+    let mut seen = Vec::new();
+    for &k in grid {
+        seen.push((k, empty(k, false)?));
+    }
+    for _ in 0..bisect {
+        let (lo, hi) = boundary(&seen, target);
+        let Some(hi) = hi else { break };
+        if hi <= lo + 1 {
+            break;
+        }
+        let k = lo + (hi - lo) / 2;
+        seen.push((k, empty(k, true)?));
+    }
+    Ok(boundary(&seen, target))
 }
 
 pub fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<KMin>> {
@@ -299,7 +286,7 @@ pub fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resu
     let mut runs: Vec<KRun> = Vec::new();
     let mut traces: Vec<(Pair, u32, Vec<queue_sample>)> = Vec::new();
     let mut n = 0;
-    let mut one = |pair: Pair, k: u32, bisection: bool, runs: &mut Vec<KRun>| -> Result<()> {
+    let mut one = |pair: Pair, k: u32, bisection: bool| -> Result<f64> {
         n += 1;
         let scn = Scenario {
             round_trip: Some(RoundTrip {
@@ -333,24 +320,15 @@ pub fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resu
         if pair == cfg.pairs[0] {
             traces.push((pair, k, data.samples));
         }
+        let empty = r.empty;
         runs.push(r);
-        Ok(())
+        Ok(empty)
     };
     let mut found = Vec::new();
     for pair in &cfg.pairs {
-        for k in cfg.grid(pair) {
-            one(*pair, k, false, &mut runs)?;
-        }
-        // Bisection between the boundary's two sides, whole packets.
-        for _ in 0..cfg.bisect {
-            let (lo, hi) = boundary(&runs, pair, cfg.empty_target);
-            let Some(hi) = hi else { break };
-            if hi <= lo + 1 {
-                break;
-            }
-            one(*pair, lo + (hi - lo) / 2, true, &mut runs)?;
-        }
-        let (k_below, k_min) = boundary(&runs, pair, cfg.empty_target);
+        let (k_below, k_min) = search_k_min(&cfg.grid(pair), cfg.bisect, cfg.empty_target, |k, b| {
+            one(*pair, k, b)
+        })?;
         found.push(KMin {
             pair: *pair,
             k_opt: pair.k_opt(),
@@ -648,24 +626,39 @@ mod tests {
 
     #[test]
     fn the_boundary_is_where_emptiness_drops_below_the_target() {
-        let p = Pair::parse("100M@8ms").unwrap();
-        let run = |k: u32, empty: f64| KRun {
-            pair: p,
-            k,
-            k_ratio: 0.0,
-            bisection: false,
-            empty,
-            utilization: 1.0,
-            mean: 0.0,
-            p5: 0.0,
-            p95: 0.0,
-            drops: 0,
-            guard_repairs: (0, 0, 0),
-            min_rtt_us: vec![],
-        };
-        let runs = vec![run(2, 0.5), run(8, 0.2), run(28, 0.01), run(95, 0.0)];
-        assert_eq!(boundary(&runs, &p, 0.05), (8, Some(28)));
-        let none = vec![run(2, 0.5), run(95, 0.3)];
-        assert_eq!(boundary(&none, &p, 0.05), (95, None));
+        let runs = [(2, 0.5), (8, 0.2), (28, 0.01), (95, 0.0)];
+        assert_eq!(boundary(&runs, 0.05), (8, Some(28)));
+        // A K too often empty above one that was not moves the boundary up.
+        let noisy = [(2, 0.5), (8, 0.01), (28, 0.2), (95, 0.0)];
+        assert_eq!(boundary(&noisy, 0.05), (28, Some(95)));
+        assert_eq!(boundary(&[(2, 0.5), (95, 0.3)], 0.05), (95, None));
+    }
+
+    /// Emptiness falling with K through the target at K = 37: the grid
+    /// brackets it (28, 95) and six halvings land on it.
+    #[test]
+    fn the_bisection_finds_a_known_crossing() {
+        let empty = |k: u32| 0.05 * (37.0 / f64::from(k)).powi(2) + if k >= 37 { -1e-9 } else { 1e-9 };
+        let mut ran = Vec::new();
+        let found = search_k_min(&[2, 8, 28, 95], 6, 0.05, |k, bisection| {
+            ran.push((k, bisection));
+            Ok(empty(k))
+        })
+        .unwrap();
+        assert_eq!(found, (36, Some(37)));
+        // 28 / 95 -> 61 -> 44 -> 36 -> 40 -> 38 -> 37.
+        let halvings: Vec<u32> = ran.iter().filter(|r| r.1).map(|r| r.0).collect();
+        assert_eq!(halvings, vec![61, 44, 36, 40, 38, 37]);
+        // Fewer runs stop short, still bracketing the crossing.
+        let (lo, hi) = search_k_min(&[2, 8, 28, 95], 2, 0.05, |k, _| Ok(empty(k))).unwrap();
+        assert_eq!((lo, hi), (28, Some(44)));
+        // No K of the grid clears the target: no bisection, no K_min.
+        let mut runs = 0;
+        let none = search_k_min(&[2, 8], 4, 0.05, |_, _| {
+            runs += 1;
+            Ok(0.5)
+        })
+        .unwrap();
+        assert_eq!((none, runs), ((8, None), 2));
     }
 }

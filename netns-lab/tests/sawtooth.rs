@@ -1,0 +1,111 @@
+//! `lab sawtooth --quick` end to end (seed 000's setting: 100 Mbit/s at
+//! 500 us, K = 20, N = 2 and 10): the queue peaks near K + N and higher
+//! with more flows, the flows are not synchronized, and the summary shows
+//! what runs.json measured; bad input is refused.
+
+use serde_json::Value;
+
+mod common;
+
+use common::{assert_refused, json, lab, namespaces_with, require_root, serial, stderr, tmpdir};
+
+/// Bounds from 6 quick runs on this kernel; each assertion names their spread.
+#[test]
+fn sawtooth_peaks_near_k_plus_n_with_unsynchronized_flows() {
+    require_root();
+    let _serial = serial();
+    let before = namespaces_with("dl");
+    let out = tmpdir("sawtooth");
+    let o = lab(&["sawtooth", "--quick", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs = json(&out.join("runs.json"));
+    let runs = runs.as_array().unwrap();
+    let at = |n: u64| {
+        runs.iter()
+            .find(|r| r["flows"] == n)
+            .unwrap_or_else(|| panic!("no run with N = {n}: {runs:?}"))
+    };
+    let (two, ten) = (at(2), at(10));
+    let f = |r: &Value, path: &[&str]| {
+        path.iter()
+            .fold(r, |v, k| &v[*k])
+            .as_f64()
+            .unwrap_or_else(|| panic!("{path:?} in {r}"))
+    };
+    let top = |r: &Value| f(r, &["queue", "cycles", "top"]);
+    let window_top = |r: &Value| f(r, &["window", "cycles", "top"]) - f(r, &["theory", "bdp"]);
+    // N = 2: the queue's cycles top out at K + N = 22 (runs: 21 in all six),
+    // the summed windows at C x RTT + 21.8 (all six).
+    assert!((19.0..=25.0).contains(&top(two)), "N = 2 cycle top {}", top(two));
+    assert!(
+        (18.0..=26.0).contains(&window_top(two)),
+        "N = 2 window top - C x RTT {}",
+        window_top(two)
+    );
+    // More flows, a higher peak: K + N = 30 against 22 (runs: N = 10 tops
+    // 27-57, 6-36 above N = 2's; the kernel issue's aftermath raises it
+    // further at N = 10, README "Known issue").
+    assert!(
+        top(ten) >= top(two) + 3.0,
+        "N = 10 top {} against N = 2's {}",
+        top(ten),
+        top(two)
+    );
+    // Not synchronized, as seed 000 found: the two flows' cwnd correlate
+    // at most weakly (runs: -0.48 to 0.04), far from the analysis's 1.
+    let sync = f(two, &["synchrony", "mean_correlation"]);
+    assert!(sync < 0.5, "N = 2 cwnd correlation {sync}");
+    for r in [two, ten] {
+        // Runs: 0 drops, utilization 99.6-99.8 %.
+        assert_eq!(r["drops"], 0, "{r}");
+        assert!(f(r, &["utilization"]) >= 0.95, "{r}");
+    }
+    // The summary's row for N = 2 carries the measured figures.
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let row = format!(
+        "| 2 | 22 | {:.1} | 17.1 | {:.1} | 4.9 | {:.1} |",
+        top(two),
+        f(two, &["queue", "cycles", "bottom"]),
+        f(two, &["queue", "cycles", "amplitude"])
+    );
+    assert!(summary.contains(&row), "{row} not in\n{summary}");
+    let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let header = csv.lines().next().unwrap().split(',').count();
+    assert!(
+        csv.lines().skip(1).all(|l| l.split(',').count() == header),
+        "{csv}"
+    );
+    for png in [
+        "queue_100M_500us_n2.png",
+        "queue_100M_500us_n10.png",
+        "cwnd_100M_500us_n2.png",
+        "cwnd_100M_500us_n10.png",
+    ] {
+        assert!(
+            std::fs::metadata(out.join(png)).unwrap().len() > 10_000,
+            "{png}"
+        );
+    }
+    assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn sawtooth_refuses_bad_input_before_anything_is_built() {
+    require_root();
+    let _serial = serial();
+    let before = namespaces_with("dl");
+    assert_refused(&[
+        (&["sawtooth", "--flows", "0"], "each N from 1 to 64"),
+        (&["sawtooth", "--flows", "2,65"], "each N from 1 to 64"),
+        (&["sawtooth", "--pairs", "100M"], "expected RATE@RTT"),
+        (&["sawtooth", "--pairs", "100M@0ms"], "must be positive"),
+        (&["sawtooth", "--k", "0"], "1 to 1000"),
+        (&["sawtooth", "--duration", "1"], "at least 2 s"),
+    ]);
+    assert_eq!(
+        namespaces_with("dl"),
+        before,
+        "a refused run built namespaces"
+    );
+}
