@@ -317,7 +317,7 @@ static __always_inline void dctcp_core_guard(struct sock *sk, struct dctcp_stats
 		u32 in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
 		/* Back-to-back reductions legitimately leave up to about twice
 		 * prior_cwnd in flight (the previous window still draining). */
-		u32 bound = 2 * tp->prior_cwnd + 10;
+		u32 bound = 2 * tp->prior_cwnd + 2;
 
 		if (in_flight > bound && tp->snd_cwnd > ssthresh && ssthresh < DCTCP_CWND_SANE) {
 			tp->snd_cwnd = max(ssthresh, 2U);

@@ -52,6 +52,17 @@ struct SenderEnd {
     info: TcpInfo,
 }
 
+/// The most a receiver listening with `window_clamp` bytes can ever
+/// advertise: 65535 shifted by the smallest window scale that expresses the
+/// clamp (see `listener`), so never less than 65535 bytes.
+pub fn advertised_cap_bytes(window_clamp: u32) -> u32 {
+    let mut scale = 0;
+    while (65535u64 << scale) < u64::from(window_clamp) && scale < 14 {
+        scale += 1;
+    }
+    (65535u64 << scale).min(u64::from(u32::MAX)) as u32
+}
+
 fn listener(cc: &str, addr: SocketAddr, window_clamp: Option<u32>) -> Result<Socket> {
     let l = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
     l.set_reuse_address(true)?;
@@ -247,5 +258,7 @@ mod tests {
         assert_eq!(max_window_after_transfer(Some(20 * 1448)), 65535);
         assert_eq!(max_window_after_transfer(Some(64 * 1448)), 65535 << 1);
         assert!(max_window_after_transfer(None) > 1 << 20);
+        assert_eq!(advertised_cap_bytes(20 * 1448), 65535);
+        assert_eq!(advertised_cap_bytes(64 * 1448), 65535 << 1);
     }
 }
