@@ -31,6 +31,19 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// Points of a value that holds until the next one, as a staircase: a
+/// line between two of them would show a change that never happened.
+pub fn stairs(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(points.len() * 2);
+    for (i, &(x, y)) in points.iter().enumerate() {
+        if i > 0 {
+            out.push((x, points[i - 1].1));
+        }
+        out.push((x, y));
+    }
+    out
+}
+
 pub struct Chart<'a> {
     pub title: &'a str,
     pub x_label: &'a str,
@@ -42,6 +55,9 @@ pub struct Chart<'a> {
     pub y_max: Option<f64>,
     /// Each point a marker, not joined (a scatter of runs).
     pub points: bool,
+    /// x holds log2 of the quantity, labelled with the quantity itself: a
+    /// logarithmic axis.
+    pub log2_x: bool,
 }
 
 impl<'a> Chart<'a> {
@@ -55,7 +71,15 @@ impl<'a> Chart<'a> {
             hlines: vec![],
             y_max: None,
             points: false,
+            log2_x: false,
         }
+    }
+
+    /// x values are log2 of the quantity; the axis is labelled in the
+    /// quantity (0.25, 0.5, 1, 2, ...).
+    pub fn log2_x(mut self) -> Self {
+        self.log2_x = true;
+        self
     }
 
     /// A horizontal reference line, e.g. K.
@@ -232,7 +256,18 @@ where
         .y_label_area_size(72)
         .build_cartesian_2d(x0..x1, 0f64..y1)
         .map_err(|e| anyhow!("{e}"))?;
+    let log_label = |x: &f64| {
+        let v = x.exp2();
+        if v >= 1.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.2}")
+        }
+    };
+    let plain_label = |x: &f64| format!("{x}");
+    let x_format: &dyn Fn(&f64) -> String = if chart.log2_x { &log_label } else { &plain_label };
     cc.configure_mesh()
+        .x_label_formatter(x_format)
         .x_desc(chart.x_label)
         .y_desc(chart.y_label)
         .label_style(("sans-serif", 16))
@@ -298,6 +333,13 @@ mod tests {
             name: name.into(),
             points,
         }
+    }
+
+    #[test]
+    fn stairs_hold_each_value_until_the_next() {
+        let s = stairs(&[(0.0, 2.0), (1.0, 3.0), (4.0, 1.0)]);
+        assert_eq!(s, vec![(0.0, 2.0), (1.0, 2.0), (1.0, 3.0), (4.0, 3.0), (4.0, 1.0)]);
+        assert!(stairs(&[]).is_empty());
     }
 
     /// A rising line leaves the upper left free: the legend goes there, and

@@ -4,7 +4,8 @@
 //! searched each (C, RTT) for the smallest K that keeps it busy.
 //!
 //! For each (rate, RTT) pair and each K on a log-spaced grid of K / K_opt,
-//! long bpf_dctcp flows run through bpf-step at K; the queue over time
+//! long bpf_dctcp flows run through the switch (bpf-step, or sch_red where
+//! the kernel has it) at K; the queue over time
 //! (arrivals and departures, not per arrival) gives the fraction of time it
 //! was empty. Then a bisection over K between the grid's last point that
 //! ran empty too often and its first that did not finds K_min, the
@@ -19,7 +20,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use tc_qdisc::intf::queue_sample;
-use tc_qdisc::Bottleneck;
+use tc_qdisc::{Backend, Bottleneck};
 
 use crate::cc::Algorithms;
 use crate::delay::{bdp_pkts, DelayBackend, RoundTrip, Rtt};
@@ -63,6 +64,9 @@ pub struct KsweepArgs {
     /// lab's delay element).
     #[arg(long, value_enum, default_value = "auto")]
     pub delay_backend: DelayBackend,
+    /// The switch marking at K.
+    #[arg(long, value_enum, default_value = "bpf-step")]
+    pub switch: Switch,
     /// Results directory (default results/ksweep/<timestamp>).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -91,6 +95,7 @@ impl KsweepArgs {
             empty_target: self.empty_target,
             bisect: self.bisect.unwrap_or(if q { 2 } else { 4 }),
             delay_backend: self.delay_backend,
+            switch: self.switch,
         }
     }
 }
@@ -105,6 +110,7 @@ pub struct KsweepConfig {
     pub empty_target: f64,
     pub bisect: usize,
     pub delay_backend: DelayBackend,
+    pub switch: Switch,
 }
 
 /// The sweep's span of K / K_opt.
@@ -139,7 +145,7 @@ impl KsweepConfig {
         );
         for p in &self.pairs {
             for k in self.grid(p) {
-                bottleneck(p, k).validate().with_context(|| p.label())?;
+                bottleneck(p, k, self.switch).validate().with_context(|| p.label())?;
             }
         }
         Ok(())
@@ -159,12 +165,29 @@ impl KsweepConfig {
     }
 }
 
-/// The bottleneck of a run: bpf-step at K, a buffer that never drops a
+/// The switch that marks at K.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Switch {
+    /// The BPF step marker on tcx (any kernel).
+    BpfStep,
+    /// The kernel's sch_red as a step at K (Mininet's DCTCP switch, seed
+    /// 001's); kernels with sch_red, e.g. the stock-kernel VM.
+    Red,
+}
+
+/// The bottleneck of a run: the switch at K, a buffer that never drops a
 /// DCTCP window (four times the path's BDP plus K, at least 425 packets).
-fn bottleneck(p: &Pair, k: u32) -> Bottleneck {
+fn bottleneck(p: &Pair, k: u32, switch: Switch) -> Bottleneck {
     let bdp = bdp_pkts(p.rate_bps, p.rtt);
     let buffer = (4.0 * bdp + f64::from(k) * 2.0).ceil().max(425.0) as u32;
-    Bottleneck::step(p.rate_bps, buffer, k)
+    Bottleneck {
+        backend: match switch {
+            Switch::BpfStep => Backend::BpfStep { k },
+            Switch::Red => Backend::red_step(k),
+        },
+        ..Bottleneck::step(p.rate_bps, buffer, k)
+    }
 }
 
 /// One run's figures.
@@ -296,7 +319,7 @@ pub fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resu
             rwnd_clamp_bytes: Some(window_cap_pkts(&pair, k) * SEGMENT_BYTES),
             ..Scenario::long_flows(
                 &format!("K = {k}"),
-                bottleneck(&pair, k),
+                bottleneck(&pair, k, cfg.switch),
                 cfg.flows,
                 &cc,
                 cfg.duration,
@@ -424,7 +447,7 @@ fn plot_queues(out: &ResultsDir, traces: &[(Pair, u32, Vec<queue_sample>)]) -> R
 }
 
 /// Seed 001's Fig. 2 (time empty against K / K_opt, one line per pair) and
-/// utilization against K / K_opt; x is log2 of the ratio.
+/// utilization against K / K_opt, on a logarithmic x axis.
 fn plot_sweep(out: &ResultsDir, cfg: &KsweepConfig, runs: &[KRun]) -> Result<()> {
     let series = |f: fn(&KRun) -> f64| -> Vec<Series> {
         cfg.pairs
@@ -443,7 +466,7 @@ fn plot_sweep(out: &ResultsDir, cfg: &KsweepConfig, runs: &[KRun]) -> Result<()>
             })
             .collect()
     };
-    let x = "log2(K / K_opt): -2 = 1/4, 0 = 1, 1 = 2 (the seed's bound), 3.3 = 10";
+    let x = "K / K_opt (log scale; the seed's bound is 2)";
     plot::draw(
         &out.file("empty.png"),
         &Chart::new(
@@ -452,6 +475,7 @@ fn plot_sweep(out: &ResultsDir, cfg: &KsweepConfig, runs: &[KRun]) -> Result<()>
             "queue empty (% of time)",
             series(|r| r.empty * 100.0),
         )
+        .log2_x()
         .hline(
             cfg.empty_target * 100.0,
             format!("{:.0} % target", cfg.empty_target * 100.0),
@@ -466,6 +490,7 @@ fn plot_sweep(out: &ResultsDir, cfg: &KsweepConfig, runs: &[KRun]) -> Result<()>
             "utilization (%)",
             series(|r| r.utilization * 100.0),
         )
+        .log2_x()
         .points(),
     )
 }
@@ -475,7 +500,7 @@ fn summary(cfg: &KsweepConfig, runs: &[KRun], found: &[KMin]) -> String {
     let _ = writeln!(s, "# Marking threshold K against C x RTT / 7 (seed 001)\n");
     let _ = writeln!(
         s,
-        "{} long bpf_dctcp flows through bpf-step at K, per (rate, RTT) pair, K / K_opt log-spaced over {} .. {} \
+        "{} long bpf_dctcp flows through {switch} at K, per (rate, RTT) pair, K / K_opt log-spaced over {} .. {} \
          ({} points; K in whole packets), {:.0} s per run, the first {:.0} s not measured; then up to {} bisection \
          runs per pair. K_opt = C x RTT / 7 with C in 1500-byte packets per second. Empty = share of time the \
          queue held nothing (queue over time, from every arrival and departure). K_min = the smallest K empty at \
@@ -487,7 +512,11 @@ fn summary(cfg: &KsweepConfig, runs: &[KRun], found: &[KMin]) -> String {
         cfg.duration.as_secs_f64(),
         cfg.warmup.as_secs_f64(),
         cfg.bisect,
-        cfg.empty_target * 100.0
+        cfg.empty_target * 100.0,
+        switch = match cfg.switch {
+            Switch::BpfStep => "bpf-step",
+            Switch::Red => "sch_red as a step at K",
+        }
     );
     let _ = writeln!(s, "## K_min per pair, beside the seed\n");
     table_header(
@@ -615,6 +644,7 @@ mod tests {
             empty_target: 0.05,
             bisect: 2,
             delay_backend: DelayBackend::Auto,
+            switch: Switch::BpfStep,
         };
         // 1/4, 0.85, 2.9, 10 times K_opt.
         assert_eq!(cfg.grid(&p), vec![2, 8, 28, 95]);
