@@ -91,7 +91,17 @@ impl Netns {
 
     /// A permanent neighbour entry: `addr` is at `mac` through `dev`.
     pub fn pin_neighbour(&self, dev: &str, addr: &str, mac: &str) -> Result<()> {
-        self.ip(&["neigh", "replace", addr, "lladdr", mac, "dev", dev, "nud", "permanent"])
+        self.ip(&[
+            "neigh",
+            "replace",
+            addr,
+            "lladdr",
+            mac,
+            "dev",
+            dev,
+            "nud",
+            "permanent",
+        ])
     }
 
     /// Writes a sysctl of this namespace, e.g. `net.ipv4.tcp_ecn`.

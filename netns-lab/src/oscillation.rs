@@ -67,7 +67,13 @@ pub fn autocorrelation(stretches: &[&[f64]], max_lag: usize) -> Vec<f64> {
             }
             d.iter()
                 .filter(|s| s.len() > lag)
-                .map(|s| s[..s.len() - lag].iter().zip(&s[lag..]).map(|(a, b)| a * b).sum::<f64>())
+                .map(|s| {
+                    s[..s.len() - lag]
+                        .iter()
+                        .zip(&s[lag..])
+                        .map(|(a, b)| a * b)
+                        .sum::<f64>()
+                })
                 .sum::<f64>()
                 / var
         })
@@ -290,7 +296,10 @@ mod tests {
         assert!(p.strength > 0.9, "{p:?}");
         let c = cycles(&[&x], p.lag);
         assert!((c.amplitude - 12.0).abs() < 0.8, "{c:?}");
-        assert!((c.top - 42.0).abs() < 0.8 && (c.bottom - 30.0).abs() < 0.8, "{c:?}");
+        assert!(
+            (c.top - 42.0).abs() < 0.8 && (c.bottom - 30.0).abs() < 0.8,
+            "{c:?}"
+        );
     }
 
     #[test]

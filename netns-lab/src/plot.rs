@@ -265,7 +265,11 @@ where
         }
     };
     let plain_label = |x: &f64| format!("{x}");
-    let x_format: &dyn Fn(&f64) -> String = if chart.log2_x { &log_label } else { &plain_label };
+    let x_format: &dyn Fn(&f64) -> String = if chart.log2_x {
+        &log_label
+    } else {
+        &plain_label
+    };
     cc.configure_mesh()
         .x_label_formatter(x_format)
         .x_desc(chart.x_label)
@@ -338,7 +342,10 @@ mod tests {
     #[test]
     fn stairs_hold_each_value_until_the_next() {
         let s = stairs(&[(0.0, 2.0), (1.0, 3.0), (4.0, 1.0)]);
-        assert_eq!(s, vec![(0.0, 2.0), (1.0, 2.0), (1.0, 3.0), (4.0, 3.0), (4.0, 1.0)]);
+        assert_eq!(
+            s,
+            vec![(0.0, 2.0), (1.0, 2.0), (1.0, 3.0), (4.0, 3.0), (4.0, 1.0)]
+        );
         assert!(stairs(&[]).is_empty());
     }
 

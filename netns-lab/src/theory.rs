@@ -92,7 +92,11 @@ mod tests {
         assert!(two.above_window_floor());
         let forty = Sawtooth::new(40, 100_000_000, rtt, 20);
         assert_eq!(forty.q_max, 60.0);
-        assert!((forty.amplitude - 21.99).abs() < 0.01, "{}", forty.amplitude);
+        assert!(
+            (forty.amplitude - 21.99).abs() < 0.01,
+            "{}",
+            forty.amplitude
+        );
         // 1.6 packets per flow at the peak: under TCP's floor.
         assert!(!forty.above_window_floor());
         assert!((k_opt(100_000_000, Duration::from_millis(8)) - 9.52).abs() < 0.01);

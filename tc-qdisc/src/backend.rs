@@ -134,7 +134,9 @@ impl Backend {
             } => {
                 // burst sets RED's averaging weight; min/avpkt + 1 follows the
                 // tc-red(8) advice and keeps the average close to the queue.
-                let burst = (min + 1).to_string();
+                // tc finds no weight for burst 2 over a 1-packet min ("burst
+                // seems to be too large"): there 1, the average is the queue.
+                let burst = if min <= 1 { 1 } else { min + 1 }.to_string();
                 s(&[
                     "red",
                     "limit",
@@ -252,7 +254,11 @@ mod tests {
             .child_qdisc(425, 100_000_000)
             .join(" ");
         assert!(args.contains("min 30280 max 31794"), "{args}");
+        assert!(args.contains("burst 21 "), "{args}");
         assert!(args.ends_with("probability 1 ecn"), "{args}");
+        // At K = 1 tc takes burst 1 only.
+        let one = Backend::red_step(1).child_qdisc(425, 20_000_000).join(" ");
+        assert!(one.contains("min 1514 max 3028 avpkt 1514 burst 1 "), "{one}");
     }
 
     #[test]

@@ -82,12 +82,10 @@ impl KsweepArgs {
         };
         let duration = Duration::from_secs_f64(self.duration.unwrap_or(if q { 4.0 } else { 10.0 }));
         KsweepConfig {
-            pairs: self.pairs.clone().unwrap_or_else(|| {
-                default_pairs
-                    .split(',')
-                    .map(|p| Pair::parse(p).expect("default pairs parse"))
-                    .collect()
-            }),
+            pairs: self
+                .pairs
+                .clone()
+                .unwrap_or_else(|| Pair::defaults(default_pairs)),
             points: self.points.unwrap_or(if q { 4 } else { 10 }),
             flows: self.flows,
             duration,
@@ -145,7 +143,9 @@ impl KsweepConfig {
         );
         for p in &self.pairs {
             for k in self.grid(p) {
-                bottleneck(p, k, self.switch).validate().with_context(|| p.label())?;
+                bottleneck(p, k, self.switch)
+                    .validate()
+                    .with_context(|| p.label())?;
             }
         }
         Ok(())
@@ -349,9 +349,10 @@ pub fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resu
     };
     let mut found = Vec::new();
     for pair in &cfg.pairs {
-        let (k_below, k_min) = search_k_min(&cfg.grid(pair), cfg.bisect, cfg.empty_target, |k, b| {
-            one(*pair, k, b)
-        })?;
+        let (k_below, k_min) =
+            search_k_min(&cfg.grid(pair), cfg.bisect, cfg.empty_target, |k, b| {
+                one(*pair, k, b)
+            })?;
         found.push(KMin {
             pair: *pair,
             k_opt: pair.k_opt(),
@@ -668,7 +669,8 @@ mod tests {
     /// brackets it (28, 95) and six halvings land on it.
     #[test]
     fn the_bisection_finds_a_known_crossing() {
-        let empty = |k: u32| 0.05 * (37.0 / f64::from(k)).powi(2) + if k >= 37 { -1e-9 } else { 1e-9 };
+        let empty =
+            |k: u32| 0.05 * (37.0 / f64::from(k)).powi(2) + if k >= 37 { -1e-9 } else { 1e-9 };
         let mut ran = Vec::new();
         let found = search_k_min(&[2, 8, 28, 95], 6, 0.05, |k, bisection| {
             ran.push((k, bisection));

@@ -21,9 +21,9 @@ use serde::Serialize;
 
 use crate::cc::LabCc;
 use crate::delay::{bdp_pkts, fmt_duration, parse_duration};
-use crate::units::{fmt_rate, parse_rate};
 use crate::results::ResultsDir;
 use crate::scenario::{self, RunData, Scenario};
+use crate::units::{fmt_rate, parse_rate};
 
 /// The switch and the long flows every star experiment has.
 #[derive(Debug, Clone, clap::Args)]
@@ -69,6 +69,13 @@ impl Pair {
 
     pub fn label(&self) -> String {
         format!("{} at {}", fmt_rate(self.rate_bps), fmt_duration(self.rtt))
+    }
+
+    /// An experiment's built-in default list, `100M@8ms,1G@100us`.
+    pub fn defaults(list: &str) -> Vec<Pair> {
+        list.split(',')
+            .map(|p| Pair::parse(p).expect("default pairs parse"))
+            .collect()
     }
 }
 

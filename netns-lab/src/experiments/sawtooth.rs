@@ -37,7 +37,8 @@ use crate::traffic::advertised_cap_bytes;
 /// Seed 000's Mininet runs (100 Mbit/s, 500 us, K = 20): the queue "almost"
 /// capped at K + N for N = 2 and 10, not synchronized, time scales an
 /// order of magnitude off; N = 40 would not start.
-const SEED_SAYS: &str = "queue about capped at 22 and 30 for N = 2 and 10, flows not synchronized, \
+const SEED_SAYS: &str =
+    "queue about capped at 22 and 30 for N = 2 and 10, flows not synchronized, \
                          time scale an order of magnitude off the theory; N = 40 did not run";
 
 /// `lab sawtooth`'s options.
@@ -74,14 +75,13 @@ impl SawtoothArgs {
     pub fn config(&self) -> SawtoothConfig {
         let q = self.quick;
         let duration = Duration::from_secs_f64(self.duration.unwrap_or(if q { 6.0 } else { 20.0 }));
-        let pairs = if q { "100M@500us" } else { "100M@500us,1G@100us" };
+        let pairs = if q {
+            "100M@500us"
+        } else {
+            "100M@500us,1G@100us"
+        };
         SawtoothConfig {
-            pairs: self.pairs.clone().unwrap_or_else(|| {
-                pairs
-                    .split(',')
-                    .map(|p| Pair::parse(p).expect("default pairs parse"))
-                    .collect()
-            }),
+            pairs: self.pairs.clone().unwrap_or_else(|| Pair::defaults(pairs)),
             flows: self
                 .flows
                 .clone()
@@ -109,7 +109,10 @@ const MAX_FLOWS: usize = 64;
 
 impl SawtoothConfig {
     pub fn validate(&self) -> Result<()> {
-        anyhow::ensure!(!self.pairs.is_empty(), "--pairs: give at least one RATE@RTT");
+        anyhow::ensure!(
+            !self.pairs.is_empty(),
+            "--pairs: give at least one RATE@RTT"
+        );
         anyhow::ensure!(!self.flows.is_empty(), "--flows: give at least one N");
         for &n in &self.flows {
             anyhow::ensure!(
@@ -434,7 +437,11 @@ fn finding(r: &SawRun) -> String {
         parts.push(format!(
             "the flows' cwnd correlate at {:.2} on average ({}), where the analysis assumes 1",
             y.mean_correlation,
-            if y.mean_correlation < 0.5 { "not synchronized" } else { "largely in step" }
+            if y.mean_correlation < 0.5 {
+                "not synchronized"
+            } else {
+                "largely in step"
+            }
         ));
     }
     if !t.above_window_floor() {
@@ -566,7 +573,10 @@ fn plot_run(out: &ResultsDir, r: &SawRun, data: &RunData) -> Result<()> {
         .into_iter()
         .take(8)
         .map(|s| Series {
-            points: plot::stairs(&s.points).into_iter().map(|(x, y)| (x * 1e3, y)).collect(),
+            points: plot::stairs(&s.points)
+                .into_iter()
+                .map(|(x, y)| (x * 1e3, y))
+                .collect(),
             ..s
         })
         .collect();
@@ -635,7 +645,10 @@ fn write_csv(out: &ResultsDir, runs: &[SawRun]) -> Result<()> {
 
 fn summary(cfg: &SawtoothConfig, runs: &[SawRun]) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# The sawtooth against DCTCP's analysis (seed 000, paper Fig. 12)\n");
+    let _ = writeln!(
+        s,
+        "# The sawtooth against DCTCP's analysis (seed 000, paper Fig. 12)\n"
+    );
     let _ = writeln!(
         s,
         "N long bpf_dctcp flows, one sender each, through bpf-step at K = {}; {:.0} s per run, the first {:.0} s \

@@ -54,9 +54,10 @@ pub fn wait_until_gone(name: &str, secs: u64, what: &str) {
     }
 }
 
-/// Each `lab` command line is refused with exit 2 and its message names
-/// what was wrong.
+/// Each `lab` command line is refused with exit 2, its message names what
+/// was wrong, and it built no namespace.
 pub fn assert_refused(cases: &[(&[&str], &str)]) {
+    let before = namespaces_with("dl");
     for (args, expect) in cases {
         let o = lab(args);
         assert_eq!(o.status.code(), Some(2), "lab {args:?}: {}", stderr(&o));
@@ -65,6 +66,20 @@ pub fn assert_refused(cases: &[(&[&str], &str)]) {
             "lab {args:?}: expected `{expect}` in {}",
             stderr(&o)
         );
+    }
+    assert_eq!(
+        namespaces_with("dl"),
+        before,
+        "a refused run built namespaces"
+    );
+}
+
+/// Each of `names` in `dir` is a drawn plot (a PNG of some size, not an
+/// empty frame).
+pub fn assert_plots(dir: &std::path::Path, names: &[&str]) {
+    for png in names {
+        let len = std::fs::metadata(dir.join(png)).map_or(0, |m| m.len());
+        assert!(len > 10_000, "{png}: {len} bytes");
     }
 }
 
