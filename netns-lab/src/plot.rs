@@ -270,7 +270,15 @@ where
     } else {
         &plain_label
     };
+    // On a log axis, a tick at each power of two (plotters picks steps of
+    // 1 for as many labels as there are whole numbers in the range).
+    let x_ticks = if chart.log2_x {
+        ((x1.floor() - x0.ceil()) as usize + 1).max(2)
+    } else {
+        10
+    };
     cc.configure_mesh()
+        .x_labels(x_ticks)
         .x_label_formatter(x_format)
         .x_desc(chart.x_label)
         .y_desc(chart.y_label)
