@@ -22,13 +22,22 @@ setup:
 build:
     cargo build --release --workspace
 
-# Unit and integration tests on the running kernel (root), then a leak check
+# Unit and integration tests on the running kernel (root), then the
+# stock-kernel VM tier, each followed by a leak check; ends with how many
+# tests ran, passed, failed and were ignored in each tier
 test: _root
     just _leftover-baseline
-    cargo test --workspace
+    mkdir -p target
+    cargo test --workspace 2>&1 | tee target/test-host.log
     just check-leftovers
-    just vm-test
+    just vm-test 2>&1 | tee target/test-vm.log
     just check-leftovers
+    just _test-counts "host (this kernel)" target/test-host.log
+    just _test-counts "stock-kernel VM" target/test-vm.log
+
+# Sums cargo's "test result:" lines of a log: TIER: ran, passed, failed, ignored
+_test-counts TIER LOG:
+    @awk -v tier="{{TIER}}" '/^test result:/ { for (i = 1; i < NF; i++) { w = $(i + 1); if (w ~ /^passed/) p += $i; else if (w ~ /^failed/) f += $i; else if (w ~ /^ignored/) g += $i } } END { printf "%s: %d tests ran, %d passed, %d failed, %d ignored\n", tier, p + f, p, f, g }' {{LOG}}
 
 # Queue occupancy, DCTCP against TCP (paper Fig. 1): `just lab-queue --quick`, `lab queue --help`
 lab-queue *ARGS: _root
@@ -76,7 +85,7 @@ bench *ARGS: _root
 vm-test: _root
     cargo build --release --workspace
     cargo test --release -p netns-lab --test vm --no-run
-    netns-lab/vm/run-in-vm env DCTCP_BPF_VM=1 cargo test --release --offline -p netns-lab --test vm -- --test-threads=1 --nocapture
+    netns-lab/vm/run-in-vm env DCTCP_BPF_VM=1 cargo test --release --offline -p netns-lab --test vm -- --include-ignored --test-threads=1 --nocapture
 
 # Register bpf_dctcp with default parameters and show it
 attach: _root build

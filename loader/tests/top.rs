@@ -262,10 +262,10 @@ fn column_after<T: std::str::FromStr>(row: &str, algo: &str, n: usize) -> Option
 #[test]
 fn dashboard_shows_a_live_flow_and_a_lab_switch_and_answers_keys() {
     require_root();
-    if !Tmux::available() {
-        eprintln!("SKIPPED: tmux is not installed (setup.sh installs it); loader top was not run");
-        return;
-    }
+    assert!(
+        Tmux::available(),
+        "tmux is not installed: setup.sh installs it, and without it loader top goes untested"
+    );
     let _a = Attached::new("t_top", &[]);
     let sw = FakeSwitch::new(17);
     let pair = Pair::new();

@@ -315,30 +315,27 @@ fn bad_parameters_are_refused_before_anything_is_built() {
     assert_refused(cases);
 }
 
+/// A kernel qdisc backend either works or is refused with what works
+/// instead: on a kernel without sch_red (this one) the refusal is checked;
+/// on one with it, that the run marked and held the queue.
 #[test]
 fn a_backend_this_kernel_lacks_says_what_works_instead() {
     require_root();
     let _serial = serial();
-    let has_red = std::process::Command::new("sh")
-        .args([
-            "-c",
-            "grep -qw sch_red /proc/modules || test -d /sys/module/sch_red",
-        ])
-        .status()
-        .unwrap()
-        .success();
-    if has_red {
-        eprintln!("this kernel has sch_red; the VM tier covers the red backend");
-        return;
-    }
     let out = tmpdir("nored");
     let o = run_quick_queue(&out, "bpf_dctcp:red");
-    assert_eq!(o.status.code(), Some(1));
-    let e = stderr(&o);
-    assert!(
-        e.contains("no sch_red") && e.contains("bpf-step") && e.contains("just vm-test"),
-        "{e}"
-    );
+    if o.status.success() {
+        let r = json(&out.join("100M-bpf_dctcp-red").join("outcome.json"));
+        assert!(r["marks"].as_u64().unwrap() > 0, "red never marked: {r}");
+        assert!(r["queue"]["mean"].as_f64().unwrap() < 60.0, "{r}");
+    } else {
+        assert_eq!(o.status.code(), Some(1));
+        let e = stderr(&o);
+        assert!(
+            e.contains("no sch_red") && e.contains("bpf-step") && e.contains("just vm-test"),
+            "{e}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -785,29 +782,45 @@ fn rpc_lab_reports_both_sizes_for_both_algorithms() {
     assert!(o.status.success(), "{}", stderr(&o));
     let runs = json(&out.join("runs.json"));
     let runs = runs.as_array().unwrap();
+    let rate = json(&out.join("config.json"))["rate_bps"].as_f64().unwrap();
     assert_eq!(runs.len(), 2);
     for r in runs {
         assert_eq!(r["completed"], r["sent"], "{r}");
         let sizes = r["sizes"].as_array().unwrap();
         assert_eq!(sizes.len(), 2);
+        // Each share is the size's RPCs times its bytes over the bytes
+        // rpcgen counted on the wire: they add up only if every response
+        // carried the bytes asked for.
         let shares: f64 = sizes
             .iter()
             .map(|s| s["goodput_share"].as_f64().unwrap())
             .sum();
-        assert!((shares - 1.0).abs() < 1e-9, "{r}");
+        assert!((shares - 1.0).abs() < 1e-6, "{r}");
+        // No RPC completes faster than the path allows: a round trip (as
+        // probed before the run) plus the response's serialization at the
+        // link rate.
+        let rtt_us = r["rtt"]["probed_us"][0][1].as_f64().unwrap();
         for s in sizes {
             assert!(s["count"].as_u64().unwrap() > 10, "{s}");
-            let (p50, p99, p999) = (
-                s["p50_us"].as_u64().unwrap(),
-                s["p99_us"].as_u64().unwrap(),
-                s["p999_us"].as_u64().unwrap(),
+            let bytes = s["bytes"].as_f64().unwrap();
+            let floor_us = rtt_us + bytes * 8.0 / rate * 1e6;
+            let p50 = s["p50_us"].as_f64().unwrap();
+            assert!(
+                p50 >= 0.9 * floor_us,
+                "p50 {p50} us under the path's {floor_us} us: {s}"
             );
-            assert!(p50 > 0 && p50 <= p99 && p99 <= p999, "{s}");
         }
+        // A small RPC's latency is mostly the round trip, a large one's
+        // mostly transfer: per RPC, the large size moves data faster.
+        let mbps = |i: usize| sizes[i]["rpc_mbps"].as_f64().unwrap();
+        let (small, large) = if sizes[0]["bytes"].as_u64() < sizes[1]["bytes"].as_u64() {
+            (mbps(0), mbps(1))
+        } else {
+            (mbps(1), mbps(0))
+        };
+        assert!(large > small, "{r}");
         assert!(r["sender_cpu_s_per_gb"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["receiver_cpu_s_per_gb"].as_f64().unwrap() > 0.0, "{r}");
-        let j = r["jain"].as_f64().unwrap();
-        assert!((0.5..=1.0).contains(&j), "{r}");
     }
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("Figures 5 and 6"), "{summary}");

@@ -258,7 +258,10 @@ mod tests {
         assert!(args.ends_with("probability 1 ecn"), "{args}");
         // At K = 1 tc takes burst 1 only.
         let one = Backend::red_step(1).child_qdisc(425, 20_000_000).join(" ");
-        assert!(one.contains("min 1514 max 3028 avpkt 1514 burst 1 "), "{one}");
+        assert!(
+            one.contains("min 1514 max 3028 avpkt 1514 burst 1 "),
+            "{one}"
+        );
     }
 
     #[test]
