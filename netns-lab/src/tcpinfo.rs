@@ -1,8 +1,11 @@
-//! The few TCP_INFO fields the lab reports. Offsets are those of
-//! `struct tcp_info` in include/uapi/linux/tcp.h, a stable kernel ABI that
-//! only grows at the end; the libc crate's copy stops before most of them.
+//! The few TCP_INFO fields the lab reports. Where they sit in `struct
+//! tcp_info` comes from the running kernel's BTF, and without BTF from
+//! include/uapi/linux/tcp.h (a stable ABI that only grows at the end; the
+//! libc crate's copy stops before most of these). A test holds the two
+//! equal on the kernel it runs on.
 
 use std::os::fd::{AsRawFd, BorrowedFd};
+use std::sync::OnceLock;
 
 use serde::Serialize;
 
@@ -28,6 +31,74 @@ impl TcpInfo {
     /// The largest window this end can ever advertise, bytes.
     pub fn max_rcv_window(&self) -> u32 {
         65535 << self.rcv_wscale
+    }
+}
+
+/// Byte offsets of the fields read (the window scale's in bits).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Layout {
+    pub rtt: usize,
+    pub snd_cwnd: usize,
+    pub total_retrans: usize,
+    pub min_rtt: usize,
+    pub busy_time: usize,
+    pub rwnd_limited: usize,
+    pub delivered_ce: usize,
+    pub bytes_retrans: usize,
+    pub reord_seen: usize,
+    pub rcv_wscale_bit: usize,
+}
+
+impl Layout {
+    /// include/uapi/linux/tcp.h's.
+    pub const UAPI: Layout = Layout {
+        rtt: 68,
+        snd_cwnd: 80,
+        total_retrans: 100,
+        min_rtt: 148,
+        busy_time: 168,
+        rwnd_limited: 176,
+        delivered_ce: 196,
+        bytes_retrans: 208,
+        reord_seen: 220,
+        // tcpi_snd_wscale:4, tcpi_rcv_wscale:4 share byte 6, low bits first.
+        rcv_wscale_bit: 52,
+    };
+
+    /// The running kernel's, from its BTF; None without BTF or without one
+    /// of the fields.
+    pub fn from_btf() -> Option<Layout> {
+        use libbpf_rs::btf::types::{MemberAttr, Struct};
+        let btf = libbpf_rs::btf::Btf::from_vmlinux().ok()?;
+        let s: Struct<'_> = btf.type_by_name("tcp_info")?;
+        let bit = |name: &str| {
+            s.iter()
+                .find(|m| m.name.is_some_and(|n| n == name))
+                .map(|m| match m.attr {
+                    MemberAttr::Normal { offset } | MemberAttr::BitField { offset, .. } => {
+                        offset as usize
+                    }
+                })
+        };
+        let byte = |name: &str| bit(name).map(|b| b / 8);
+        Some(Layout {
+            rtt: byte("tcpi_rtt")?,
+            snd_cwnd: byte("tcpi_snd_cwnd")?,
+            total_retrans: byte("tcpi_total_retrans")?,
+            min_rtt: byte("tcpi_min_rtt")?,
+            busy_time: byte("tcpi_busy_time")?,
+            rwnd_limited: byte("tcpi_rwnd_limited")?,
+            delivered_ce: byte("tcpi_delivered_ce")?,
+            bytes_retrans: byte("tcpi_bytes_retrans")?,
+            reord_seen: byte("tcpi_reord_seen")?,
+            rcv_wscale_bit: bit("tcpi_rcv_wscale")?,
+        })
+    }
+
+    /// The layout `read` uses: the kernel's, else the UAPI header's.
+    pub fn current() -> &'static Layout {
+        static LAYOUT: OnceLock<Layout> = OnceLock::new();
+        LAYOUT.get_or_init(|| Layout::from_btf().unwrap_or(Layout::UAPI))
     }
 }
 
@@ -58,18 +129,20 @@ pub fn read(fd: BorrowedFd<'_>) -> std::io::Result<TcpInfo> {
         return Err(std::io::Error::last_os_error());
     }
     let b = &buf[..len as usize];
+    let at = Layout::current();
     Ok(TcpInfo {
-        srtt_us: u32_at(b, 68),
-        snd_cwnd: u32_at(b, 80),
-        total_retrans: u32_at(b, 100),
-        min_rtt_us: u32_at(b, 148),
-        delivered_ce: u32_at(b, 196),
-        bytes_retrans: u64_at(b, 208),
-        reord_seen: u32_at(b, 220),
-        busy_us: u64_at(b, 168),
-        rwnd_limited_us: u64_at(b, 176),
-        // tcpi_snd_wscale:4, tcpi_rcv_wscale:4 share byte 6, low bits first.
-        rcv_wscale: b.get(6).map_or(0, |w| w >> 4),
+        srtt_us: u32_at(b, at.rtt),
+        snd_cwnd: u32_at(b, at.snd_cwnd),
+        total_retrans: u32_at(b, at.total_retrans),
+        min_rtt_us: u32_at(b, at.min_rtt),
+        delivered_ce: u32_at(b, at.delivered_ce),
+        bytes_retrans: u64_at(b, at.bytes_retrans),
+        reord_seen: u32_at(b, at.reord_seen),
+        busy_us: u64_at(b, at.busy_time),
+        rwnd_limited_us: u64_at(b, at.rwnd_limited),
+        rcv_wscale: b
+            .get(at.rcv_wscale_bit / 8)
+            .map_or(0, |w| (w >> (at.rcv_wscale_bit % 8)) & 0xf),
     })
 }
 
@@ -77,6 +150,15 @@ pub fn read(fd: BorrowedFd<'_>) -> std::io::Result<TcpInfo> {
 mod tests {
     use super::*;
     use std::os::fd::AsFd;
+
+    /// This kernel's BTF places every field where the UAPI header does: a
+    /// kernel (or a BTF reader) that moved one fails here, not in a lab's
+    /// figures.
+    #[test]
+    fn the_kernels_btf_agrees_with_the_uapi_layout() {
+        let btf = Layout::from_btf().expect("this kernel has BTF with struct tcp_info");
+        assert_eq!(btf, Layout::UAPI);
+    }
 
     /// The offsets agree with the part of struct tcp_info libc does declare.
     #[test]
