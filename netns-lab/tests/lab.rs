@@ -12,8 +12,8 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_refused, json, lab, namespaces_with, processes, require_root, serial, stderr, tmpdir,
-    wait_until_gone,
+    assert_near, assert_refused, json, lab, namespaces_with, processes, require_root, row_numbers,
+    serial, stderr, tmpdir, wait_until_gone,
 };
 
 /// Starts lab in the background, stderr captured.
@@ -223,8 +223,14 @@ fn quick_queue_experiment_reproduces_the_shape_of_fig1() {
         (14.0..=26.0).contains(&over_time),
         "DCTCP median queue over time {over_time}, K = 20"
     );
+    // The summary's checks carry the run's own figures.
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
-    assert!(summary.contains("Qmax = K + N"));
+    let row = format!(
+        "| {} mean queue over time | K +/- 3 = 17-23 | {:.1} |",
+        dctcp["label"].as_str().unwrap(),
+        dctcp["queue_over_time"]["mean"].as_f64().unwrap()
+    );
+    assert!(summary.contains(&row), "{row} not in\n{summary}");
     std::fs::remove_dir_all(&out).unwrap();
 }
 
@@ -522,13 +528,23 @@ fn quick_xdctcp_and_variants_labs_write_their_results() {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
-    assert!(
-        summary.contains("| short-flow mean delay, xDCTCP vs DCTCP | -6.646% |"),
-        "{summary}"
-    );
     let runs = json(&out.join("head_to_head.json"));
     let runs = runs.as_array().unwrap();
+    // The seed's figure beside the one measured: the change of the mean
+    // short-flow delay from DCTCP's to xDCTCP's, and both means.
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let mean_ms = |label: &str| {
+        runs.iter()
+            .find(|r| r["label"] == label)
+            .map(|r| r["fct"]["fct_us"]["mean"].as_f64().unwrap() / 1e3)
+            .unwrap()
+    };
+    let (x, d) = (mean_ms("xDCTCP"), mean_ms("DCTCP"));
+    let row = row_numbers(&summary, "| short-flow mean delay, xDCTCP vs DCTCP |");
+    assert_near(row[0], -6.646, 1e-9, "seed 003's figure");
+    assert_near(row[1], (x - d) / d * 100.0, 0.011, "xDCTCP's change");
+    assert_near(row[2], x, 0.011, "xDCTCP's mean (ms)");
+    assert_near(row[3], d, 0.011, "DCTCP's mean (ms)");
     assert_eq!(runs.len(), 2);
     for r in runs {
         let (started, done) = (
@@ -586,7 +602,14 @@ fn quick_xdctcp_and_variants_labs_write_their_results() {
     );
     for r in runs.as_array().unwrap() {
         assert!(r["utilization"].as_f64().unwrap() > 0.9, "{r}");
-        assert!(r["alpha_late"].as_f64().unwrap() > 0.02, "{r}");
+        // Per-ACK alpha at 10 bits falls, in some runs, into the trap the
+        // README describes (alpha g rounds to 0 below 0.25, and the
+        // kernel's rule then zeroes alpha: 0.003-0.004 in 2 of 7 quick
+        // runs, 0.21-0.32 in the others). At 1/2^20 it never does, and
+        // every other contender holds alpha up with the marks.
+        if r["label"] != "per-ACK alpha" {
+            assert!(r["alpha_late"].as_f64().unwrap() > 0.02, "{r}");
+        }
     }
     for f in [
         "cwnd.png",
@@ -754,9 +777,34 @@ fn incast_runs_every_point_and_256_workers_come_and_go() {
             "{r}"
         );
     }
+    // Each algorithm's onsets as runs.json has them, beside the paper's.
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
-    assert!(summary.contains("| bpf_dctcp | about 35 |"), "{summary}");
-    assert!(summary.contains("| cubic | about 10 |"), "{summary}");
+    let largest = runs
+        .iter()
+        .map(|r| r["workers"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    for (a, paper) in [("bpf_dctcp", 35), ("cubic", 10)] {
+        let mine: Vec<&Value> = runs.iter().filter(|r| r["algorithm"] == a).collect();
+        let onset = |share: f64| {
+            mine.iter()
+                .filter(|r| r["slow_round_fraction"].as_f64().unwrap() > share)
+                .map(|r| r["workers"].as_u64().unwrap())
+                .min()
+                .map_or(format!("none up to {largest}"), |n| n.to_string())
+        };
+        let last = mine
+            .iter()
+            .find(|r| r["workers"] == largest)
+            .map(|r| r["slow_round_fraction"].as_f64().unwrap() * 100.0)
+            .unwrap();
+        let row = format!(
+            "| {a} | about {paper} | {} | {} | {last:.1}% |",
+            onset(0.01),
+            onset(0.05)
+        );
+        assert!(summary.contains(&row), "{row} not in\n{summary}");
+    }
     for f in ["qct.png", "timeouts.png", "runs.csv"] {
         assert!(out.join(f).exists(), "missing {f}");
     }

@@ -98,3 +98,37 @@ pub fn namespaces_with(prefix: &str) -> usize {
 pub fn json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
+
+/// The numbers of the markdown table row of `summary` that starts with
+/// `prefix`, in order (`-6.6%` is -6.6, `17-23` is 17 and 23): what a test
+/// compares with the run's own figures.
+pub fn row_numbers(summary: &str, prefix: &str) -> Vec<f64> {
+    let row = summary
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no row `{prefix}` in\n{summary}"));
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev = ' ';
+    for c in row[prefix.len()..].chars().chain([' ']) {
+        let sign = (c == '-' || c == '+') && !prev.is_ascii_digit() && cur.is_empty();
+        if c.is_ascii_digit() || (c == '.' && !cur.is_empty()) || sign {
+            cur.push(c);
+        } else if !cur.is_empty() {
+            if let Ok(v) = cur.parse() {
+                out.push(v);
+            }
+            cur.clear();
+        }
+        prev = c;
+    }
+    out
+}
+
+/// `got` within `tol` of `want`, or the message.
+pub fn assert_near(got: f64, want: f64, tol: f64, what: &str) {
+    assert!(
+        (got - want).abs() <= tol,
+        "{what}: {got} in the summary, {want} measured"
+    );
+}
