@@ -899,8 +899,23 @@ fn rpc_lab_reports_both_sizes_for_both_algorithms() {
         assert!(r["sender_cpu_s_per_gb"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["receiver_cpu_s_per_gb"].as_f64().unwrap() > 0.0, "{r}");
     }
+    // Each size's row of the summary is the run's own percentiles.
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
-    assert!(summary.contains("Figures 5 and 6"), "{summary}");
+    for r in runs {
+        for x in r["sizes"].as_array().unwrap() {
+            let ms = |k: &str| x[k].as_f64().unwrap() / 1e3;
+            let row = format!(
+                "| {} | {} | {} | {:.2} | {:.2} | {:.2} |",
+                x["bytes"],
+                r["algorithm"].as_str().unwrap(),
+                x["count"],
+                ms("p50_us"),
+                ms("p99_us"),
+                ms("p999_us")
+            );
+            assert!(summary.contains(&row), "{row} not in\n{summary}");
+        }
+    }
     std::fs::remove_dir_all(&out).unwrap();
     assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
 }
