@@ -72,6 +72,11 @@ impl Writer {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    // A reader that goes away (`loader trace | head`) must end the trace
+    // through the error path below, which switches tracing off: dying of
+    // SIGPIPE, as the other commands do, would leave it on.
+    // SAFETY: setting a signal disposition; no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let name = pick_name(args.name)?;
     let out: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(std::io::BufWriter::new(
@@ -140,5 +145,22 @@ pub fn run(args: Args) -> Result<()> {
         },
         started.elapsed().as_secs_f64()
     );
-    flushed
+    // The reader went away: the trace is over, as a filter's is.
+    match flushed {
+        Err(e) if broken_pipe(&e) => Ok(()),
+        other => other,
+    }
+}
+
+/// Whether writing failed because the reader closed its end (as io::Error
+/// from a plain write, or inside serde_json's error from a JSON one).
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    let kind = e
+        .downcast_ref::<std::io::Error>()
+        .map(std::io::Error::kind)
+        .or_else(|| {
+            e.downcast_ref::<serde_json::Error>()
+                .and_then(|j| j.io_error_kind())
+        });
+    kind == Some(std::io::ErrorKind::BrokenPipe)
 }

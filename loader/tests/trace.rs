@@ -81,6 +81,115 @@ fn trace_streams_every_event_of_a_transfer() {
     assert_eq!(Attached::listed(&_a)["events"].as_u64().unwrap(), before);
 }
 
+/// What users script with: CSV into a file (-o), one side of the flow
+/// (--flow dport=), per-ACK records sampled (--ack-every); every row
+/// parses, names the filtered side, and the file holds every event seen.
+#[test]
+fn trace_writes_one_sides_sampled_acks_as_csv_to_a_file() {
+    require_root();
+    let _serial = serial();
+    let _a = Attached::new("t_tcsv", &[]);
+    let pair = Pair::new();
+    let file = std::env::temp_dir().join(format!("t_tcsv-{}.csv", std::process::id()));
+    let flow = format!("dport={PORT}");
+    let tracer = loader_bin()
+        .args(["trace", "--algo", "t_tcsv", "--per-ack", "--ack-every", "4"])
+        .args(["--format", "csv", "--flow", &flow, "--duration", "4", "-o"])
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let t = Transfer::start(&pair, "t_tcsv", Some("t_tcsv"), 16 * MB, 16 * MB);
+    t.resume();
+    t.finish();
+    let out = tracer.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(out.stdout.is_empty(), "-o still wrote to stdout");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let _ = std::fs::remove_file(&file);
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(&header[..5], ["ts_ns", "event", "netns", "local", "remote"]);
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (event, remote) = (col("event"), col("remote"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.iter().all(|r| r.len() == header.len()), "ragged rows");
+    // Only the client's side: its peer is the server's port.
+    for r in &rows {
+        assert!(r[remote].ends_with(&format!(":{PORT}")), "{r:?}");
+    }
+    // ACK rows of that side too (cwnd on the ACKs that reach cong_avoid,
+    // one in four of them).
+    assert!(
+        rows.iter().filter(|r| r[event] == "ack").count() > 10,
+        "too few ACK rows"
+    );
+    // Every event the filter let through is in the file, and fewer than
+    // were seen (the server's side went).
+    let line = err.lines().find(|l| l.contains("events seen")).unwrap();
+    let nums: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (seen, written) = (nums[0], nums[3]);
+    assert_eq!(rows.len() as u64, written, "{line}");
+    assert!(written < seen, "{line}");
+}
+
+/// A reader that goes away (`loader trace | head -1`) ends the trace:
+/// the tracer exits on its own and tracing is off again.
+#[test]
+fn trace_ends_when_its_reader_goes_away() {
+    use std::io::BufRead;
+    require_root();
+    let _serial = serial();
+    let a = Attached::new("t_tpipe", &[]);
+    let pair = Pair::new();
+    let mut tracer = loader_bin()
+        .args(["trace", "--algo", "t_tpipe", "--per-ack"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = tracer.stdout.take().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let t = Transfer::start(&pair, "t_tpipe", Some("t_tpipe"), 8 * MB, 8 * MB);
+    t.resume();
+    let mut first = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("\"event\""), "{first}");
+    // The reader is gone now (dropped); more events make the next write fail.
+    t.finish();
+    let t = Transfer::start(&pair, "t_tpipe", Some("t_tpipe"), 8 * MB, 8 * MB);
+    t.resume();
+    t.finish();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = tracer.try_wait().unwrap() {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "tracer still running");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut tracer.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{status}: {err}");
+    let before = a.listed()["events"].as_u64().unwrap();
+    let t = Transfer::start(&pair, "t_tpipe", Some("t_tpipe"), 4 * MB, 4 * MB);
+    t.resume();
+    t.finish();
+    assert_eq!(
+        a.listed()["events"].as_u64().unwrap(),
+        before,
+        "tracing still on"
+    );
+}
+
 #[test]
 fn trace_refuses_bad_input_clearly() {
     require_root();

@@ -23,6 +23,35 @@ fn bulk_transfer_runs_bpf_dctcp_on_both_ends() {
     t.wait_paused();
     let flows = flows_of("t_bulk");
     let live = a.listed();
+    // The human table shows the same two sockets; --all adds sockets of
+    // other algorithms (a loopback connection of the default, here), which
+    // the default view leaves out.
+    let human = loader_ok(&["flows"]);
+    assert!(
+        human.contains(&format!("{SERVER_ADDR}:{PORT}")) && human.contains("t_bulk"),
+        "{human}"
+    );
+    let lo = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let lo_port = lo.local_addr().unwrap().port();
+    let _lo_client = std::net::TcpStream::connect(("127.0.0.1", lo_port)).unwrap();
+    let _lo_server = lo.accept().unwrap();
+    let on_lo = |args: &[&str]| -> usize {
+        let all: serde_json::Value = serde_json::from_str(&loader_ok(args)).unwrap();
+        all.as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["local"] == format!("127.0.0.1:{lo_port}").as_str())
+            .count()
+    };
+    assert!(
+        on_lo(&["flows", "--all", "--json"]) >= 1,
+        "--all misses the loopback socket"
+    );
+    assert_eq!(
+        on_lo(&["flows", "--json"]),
+        0,
+        "the default view shows another algorithm's socket"
+    );
     t.resume();
     let (client, server) = t.finish();
     stop.store(true, Ordering::Relaxed);

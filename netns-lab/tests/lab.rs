@@ -388,12 +388,71 @@ fn lab_objects_of(pid: u32) -> Vec<String> {
     found
 }
 
+/// Ctrl-C in the middle of a run, the lab up: the experiment says it was
+/// interrupted and leaves no lock, namespace, algorithm, pin or helper.
+fn interrupt_mid_run(args: &[&str]) {
+    let out = tmpdir("sigint");
+    let mut all = args.to_vec();
+    all.extend(["--out", out.to_str().unwrap()]);
+    let child = spawn_lab(&all);
+    let pid = child.id();
+    // Wait until its lab is up: a lock file with its pid, and namespaces
+    // under that lock's prefix.
+    let prefixes = || -> Vec<String> {
+        lab_objects_of(pid)
+            .iter()
+            .map(|h| h.trim_start_matches("lock ").to_string())
+            .collect()
+    };
+    let t = Instant::now();
+    while !prefixes().iter().any(|p| namespaces_with(p) > 0) {
+        if t.elapsed() > Duration::from_secs(30) {
+            let held = lab_objects_of(pid);
+            // Not left running into the next test.
+            unsafe { libc::kill(pid as i32, libc::SIGINT) };
+            let _ = child.wait_with_output();
+            panic!("lab {args:?} never came up: {held:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let prefixes = prefixes();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert!(!o.status.success(), "lab {args:?} finished anyway");
+    assert!(
+        stderr(&o).contains("interrupted"),
+        "{args:?}: {}",
+        stderr(&o)
+    );
+    assert!(
+        lab_objects_of(pid).is_empty(),
+        "{args:?}: locks left: {:?}",
+        lab_objects_of(pid)
+    );
+    for p in &prefixes {
+        assert_eq!(namespaces_with(p), 0, "{args:?}: namespaces of {p} left");
+        assert!(
+            !loader::preflight::registered_congestion_controls().contains(p),
+            "{args:?}: algorithm {p} left registered"
+        );
+        assert!(
+            !Path::new(loader::bpffs::ROOT).join(p).exists(),
+            "{args:?}: pins of {p} left"
+        );
+    }
+    for helper in ["rpcgen", "delayline"] {
+        wait_until_gone(helper, 5, &format!("{helper} after {args:?}"));
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 #[test]
 fn ctrl_c_mid_experiment_leaves_nothing() {
     require_root();
     let _serial = serial();
-    let out = tmpdir("sigint");
-    let child = spawn_lab(&[
+    interrupt_mid_run(&[
         "queue",
         "--duration",
         "20",
@@ -401,48 +460,24 @@ fn ctrl_c_mid_experiment_leaves_nothing() {
         "100M",
         "--variants",
         "bpf_dctcp:bpf-step",
-        "--out",
-        out.to_str().unwrap(),
     ]);
-    let pid = child.id();
-    // Wait until its lab is up (a lock file with its pid and namespaces).
-    let t = Instant::now();
-    while lab_objects_of(pid).len() < 2 && t.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(100));
+}
+
+/// The same for every other experiment, each in its first run.
+#[test]
+fn ctrl_c_leaves_nothing_in_any_experiment() {
+    require_root();
+    let _serial = serial();
+    for args in [
+        &["ksweep", "--pairs", "100M@1ms", "--duration", "20"][..],
+        &["sawtooth", "--quick", "--duration", "20"],
+        &["xdctcp", "--quick", "--duration", "20"],
+        &["variants", "--quick", "--duration", "20"],
+        &["incast", "--quick", "--rounds", "100000"],
+        &["rpc", "--quick", "--duration", "20"],
+    ] {
+        interrupt_mid_run(args);
     }
-    let held = lab_objects_of(pid);
-    assert!(held.len() >= 2, "lab never came up: {held:?}");
-    let prefixes: Vec<String> = held
-        .iter()
-        .map(|h| h.trim_start_matches("lock ").to_string())
-        .collect();
-    assert!(
-        prefixes.iter().any(|p| namespaces_with(p) > 0),
-        "no namespaces of {prefixes:?}"
-    );
-    std::thread::sleep(Duration::from_secs(2));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
-    assert!(!o.status.success());
-    assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
-    assert!(
-        lab_objects_of(pid).is_empty(),
-        "locks left: {:?}",
-        lab_objects_of(pid)
-    );
-    for p in &prefixes {
-        assert_eq!(namespaces_with(p), 0, "namespaces of {p} left");
-        assert!(
-            !loader::preflight::registered_congestion_controls().contains(p),
-            "algorithm {p} left registered"
-        );
-        assert!(
-            !Path::new(loader::bpffs::ROOT).join(p).exists(),
-            "pins of {p} left"
-        );
-    }
-    let _ = std::fs::remove_dir_all(&out);
 }
 
 #[test]
