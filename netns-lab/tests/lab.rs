@@ -104,15 +104,26 @@ fn quick_queue_experiment_reproduces_the_shape_of_fig1() {
     // and the receive-window cap (64 packets clamped, at most 90 per flow
     // through the window scale, 180 in all, against a 425-packet buffer)
     // keeps them from reaching the buffer's end.
+    // Bounds from 6 quick runs (2026-11-24, guard repairs in every one):
+    // DCTCP's median queue per arrival 18 in all, its mean over time
+    // 18.2-19.9, cubic's mean 364-374 (20.2-20.8 times DCTCP's median),
+    // DCTCP's utilization 99.2-99.98 % with no drops.
     let median = dctcp["queue"]["p50"].as_f64().unwrap();
     let cubic_mean = cubic["queue"]["mean"].as_f64().unwrap();
     assert!(
-        (14.0..=26.0).contains(&median),
+        (15.0..=23.0).contains(&median),
         "DCTCP median queue {median}, K = 20 (guard repairs {})",
         dctcp["guard_repairs"]
     );
+    let over_time = dctcp["queue_over_time"]["mean"].as_f64().unwrap();
+    // A burst of the kernel issue adds to the mean what the median
+    // ignores: up to K + 5.
     assert!(
-        cubic_mean >= 5.0 * median,
+        (16.0..=25.0).contains(&over_time),
+        "DCTCP mean queue over time {over_time}, K = 20"
+    );
+    assert!(
+        cubic_mean >= 12.0 * median,
         "cubic {cubic_mean} vs DCTCP {median}"
     );
     assert_eq!(
@@ -153,7 +164,7 @@ fn quick_queue_experiment_reproduces_the_shape_of_fig1() {
         );
     }
     assert!(
-        dctcp["utilization"].as_f64().unwrap() >= 0.9,
+        dctcp["utilization"].as_f64().unwrap() >= 0.97,
         "{}",
         dctcp["utilization"]
     );
@@ -218,9 +229,10 @@ fn quick_queue_experiment_reproduces_the_shape_of_fig1() {
             );
         }
     }
+    // (Runs: 18 in all six.)
     let over_time = dctcp["queue_over_time"]["p50"].as_f64().unwrap();
     assert!(
-        (14.0..=26.0).contains(&over_time),
+        (15.0..=23.0).contains(&over_time),
         "DCTCP median queue over time {over_time}, K = 20"
     );
     // The summary's checks carry the run's own figures.
