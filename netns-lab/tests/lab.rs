@@ -593,10 +593,21 @@ fn quick_xdctcp_and_variants_labs_write_their_results() {
     assert_near(row[2], x, 0.011, "xDCTCP's mean (ms)");
     assert_near(row[3], d, 0.011, "DCTCP's mean (ms)");
     // The finding: xDCTCP finishes short flows sooner at the same long-flow
-    // throughput. Five quick runs (2026-11-24): mean short-flow completion
-    // 31-45 % lower (0.55-0.69 of DCTCP's), long flows 79.0-79.3 Mbit/s
-    // in both.
-    assert!(x <= 0.85 * d, "xDCTCP's mean {x} ms against DCTCP's {d} ms");
+    // throughput. Five quick runs (2026-11-24): median short-flow
+    // completion 0.60-0.69 of DCTCP's (the mean 0.55-0.69, but a burst of
+    // the kernel issue in one run moves a mean, not a median), long flows
+    // 79.0-79.3 Mbit/s in both.
+    let p50 = |label: &str| {
+        runs.iter()
+            .find(|r| r["label"] == label)
+            .map(|r| r["fct"]["fct_us"]["p50"].as_f64().unwrap())
+            .unwrap()
+    };
+    let (px, pd) = (p50("xDCTCP"), p50("DCTCP"));
+    assert!(
+        px <= 0.85 * pd,
+        "xDCTCP's median {px} us against DCTCP's {pd} us"
+    );
     let long = |label: &str| {
         runs.iter()
             .find(|r| r["label"] == label)
