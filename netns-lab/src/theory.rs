@@ -14,6 +14,11 @@ use serde::Serialize;
 
 use crate::delay::bdp_pkts;
 
+/// Seconds one 1500-byte packet takes at `rate_bps`: 1 / C.
+pub fn packet_time(rate_bps: u64) -> f64 {
+    1500.0 * 8.0 / rate_bps as f64
+}
+
 /// K_opt = C x RTT / 7: the smallest K with which the queue never runs empty
 /// (seed 001's sizing rule).
 pub fn k_opt(rate_bps: u64, rtt: Duration) -> f64 {
@@ -56,8 +61,9 @@ impl Sawtooth {
     /// analysis counts time in these (a window grows by one per round
     /// trip), and at 100 Mbit/s the queue is most of it.
     pub fn loaded_rtt(&self, rate_bps: u64) -> Duration {
-        let per_pkt = 1500.0 * 8.0 / rate_bps as f64;
-        Duration::from_secs_f64((self.bdp + self.q_max - self.amplitude / 2.0) * per_pkt)
+        Duration::from_secs_f64(
+            (self.bdp + self.q_max - self.amplitude / 2.0) * packet_time(rate_bps),
+        )
     }
 
     /// T_c in seconds at the loaded round trip.

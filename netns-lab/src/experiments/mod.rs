@@ -79,17 +79,6 @@ impl Pair {
     }
 }
 
-/// Each receiver's window cap, packets: what one flow alone could ever
-/// need (the path's BDP plus K), at least `lab queue`'s 64. As there, it
-/// stops a window the kernel issue (README "Known issue") corrupts from
-/// bursting hundreds of packets into the queue: without it, 100 Mbit/s at
-/// 1 ms dropped 4,127 packets at K = 4 and 1 Gbit/s at 500 us 6,808 at
-/// K = 1, each in a burst that emptied the queue after it.
-pub fn window_cap_pkts(p: &Pair, k: u32) -> u32 {
-    let bdp = bdp_pkts(p.rate_bps, p.rtt);
-    (bdp.ceil() as u32 + k).max(64)
-}
-
 /// Runs `scn` behind a progress bar labelled `msg`, counting the guard
 /// repairs of `ours` (the BPF algorithm of the run, if any) into the
 /// outcome. Ctrl-C during the run is an error once the lab is torn down.

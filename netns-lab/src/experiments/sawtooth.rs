@@ -18,7 +18,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use loader::intf::dctcp_event_type_DCTCP_EV_ACK as EV_ACK;
 use serde::Serialize;
 use tc_qdisc::Bottleneck;
 
@@ -31,7 +30,7 @@ use crate::oscillation::{self, Cycles, Period, Synchrony};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::scenario::{RunData, Scenario};
-use crate::theory::Sawtooth;
+use crate::theory::{packet_time, Sawtooth};
 use crate::traffic::advertised_cap_bytes;
 
 /// Seed 000's Mininet runs (100 Mbit/s, 500 us, K = 20): the queue "almost"
@@ -172,7 +171,7 @@ const BURST_AFTER: Duration = Duration::from_millis(100);
 /// The excerpt plotted: 20 ms (seed 000's and the paper's plots), or 160
 /// packet times where that is longer (20 Mbit/s in the VM: 96 ms).
 fn excerpt(rate_bps: u64) -> Duration {
-    Duration::from_secs_f64((160.0 * 1500.0 * 8.0 / rate_bps as f64).max(0.020))
+    Duration::from_secs_f64((160.0 * packet_time(rate_bps)).max(0.020))
 }
 
 /// The oscillation of one series.
@@ -238,27 +237,12 @@ pub struct SawRun {
     pub min_rtt_us: Vec<u32>,
 }
 
-impl SawRun {
-    pub fn rtts(&self, p: Option<Period>) -> Option<f64> {
-        p.map(|p| p.seconds / self.loaded_rtt_s)
-    }
-}
-
 /// Each flow's cwnd over the measurement window on a grid of `step`.
 fn cwnd_grid(data: &RunData, trace: &CcTrace, step: f64) -> Vec<Vec<f64>> {
-    let t0 = data.window_start_ns;
     let span = data.outcome.window_s;
-    data.outcome
-        .flows
-        .iter()
-        .map(|f| {
-            let points: Vec<(f64, f64)> = trace
-                .sender_events(f)
-                .filter(|e| u32::from(e.type_) == EV_ACK)
-                .map(|e| ((e.ts_ns as f64 - t0 as f64) / 1e9, f64::from(e.cwnd)))
-                .collect();
-            oscillation::resample_events(&points, 0.0, span, step)
-        })
+    let (cwnd, _) = trace.series(&data.outcome.flows, data.window_start_ns, span);
+    cwnd.iter()
+        .map(|f| oscillation::resample_events(&f.points, 0.0, span, step))
         .collect()
 }
 
@@ -275,8 +259,7 @@ fn measure(pair: Pair, n: usize, k: u32, data: &RunData) -> SawRun {
     let o = &data.outcome;
     let theory = Sawtooth::new(n, pair.rate_bps, pair.rtt, k);
     let q = o.queue_over_time.clone().unwrap_or_else(|| o.queue.clone());
-    let per_pkt = 1500.0 * 8.0 / pair.rate_bps as f64;
-    let loaded_rtt_s = pair.rtt.as_secs_f64() + q.mean * per_pkt;
+    let loaded_rtt_s = pair.rtt.as_secs_f64() + q.mean * packet_time(pair.rate_bps);
     let theory_period_s = theory.period(pair.rate_bps).as_secs_f64();
     let step = (theory_period_s / STEPS_PER_PERIOD).max(1e-6);
     let series = oscillation::resample_steps(&data.queue_steps, step);
