@@ -199,8 +199,11 @@ fn both_delay_backends_give_each_sender_its_round_trip() {
         for p in probed {
             let (sender, got) = (p[0].as_u64().unwrap(), p[1].as_f64().unwrap());
             let want = configured(sender);
+            // Under TCG the path's own round trip, measured once and
+            // subtracted, wanders by tens of microseconds (174-237 us in
+            // four runs): the element's 2 ms sender probed 1977-2109 us.
             assert!(
-                got >= want * 0.99 && got <= want * 1.15,
+                got >= want * 0.95 && got <= want * 1.15,
                 "{backend}: sender {sender} probed {got} us, configured {want}"
             );
         }
