@@ -54,6 +54,11 @@ lab-sawtooth *ARGS: _root
     cargo build --release --workspace
     target/release/lab sawtooth {{ARGS}}
 
+# Convergence as flows come and go (seed 000, paper Fig. 16), about 27 min: `just lab-convergence --quick`, `lab convergence --help`
+lab-convergence *ARGS: _root
+    cargo build --release --workspace
+    target/release/lab convergence {{ARGS}}
+
 # xDCTCP against DCTCP with short flows, and a (g, ns, nl) sweep (seed 003): `just lab-xdctcp --quick`, `lab xdctcp --help`
 lab-xdctcp *ARGS: _root
     cargo build --release --workspace

@@ -523,10 +523,7 @@ fn through_switch(
     let ids = progs_since(before, "");
     let s0 = prog_stats(&ids);
     let flows: Vec<FlowSpec> = (0..2)
-        .map(|sender| FlowSpec {
-            sender,
-            cc: "cubic".into(),
-        })
+        .map(|sender| FlowSpec::long(sender, "cubic"))
         .collect();
     let iv = Duration::from_millis(100);
     let results = run_bulk(

@@ -91,6 +91,19 @@ enum Command {
     /// Writes results/sawtooth/<timestamp>/: runs.csv, per run the queue with
     /// the theory's band and the flows' cwnd, summary.md.
     Sawtooth(netns_lab::experiments::sawtooth::SawtoothArgs),
+    /// Convergence and fairness as flows come and go (seed 000, paper Fig. 16).
+    ///
+    /// One long flow; the other senders (default 4 more) join one every
+    /// --join (30 s), then leave one every --leave in the order they came,
+    /// or any --schedule. bpf_dctcp on bpf-step at K against cubic and reno
+    /// on droptail, at 100 Mbit/s (RTT 500us) and 1 Gbit/s (100us). After
+    /// each change: the time until every flow stays within --tolerance of
+    /// the fair share for --hold; over each phase: Jain's index, each
+    /// flow's coefficient of variation, the queue and drops. The paper:
+    /// DCTCP converges a few round trips slower, with less variability.
+    /// Writes results/convergence/<timestamp>/: rates_<rate>.png (the
+    /// paper's figure), convergence.png, rates.csv, phases.csv, summary.md.
+    Convergence(netns_lab::experiments::convergence::ConvergenceArgs),
     /// xDCTCP against DCTCP with short flows beside long ones (seed 003).
     ///
     /// Long flows plus short flows (Poisson arrivals, sizes uniform between
@@ -377,6 +390,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
         Command::Queue(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
         Command::Ksweep(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
         Command::Sawtooth(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
+        Command::Convergence(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
         Command::Xdctcp {
             quick,
             link: OneRate { rate, star, rtt },

@@ -51,6 +51,8 @@ pub struct Chart<'a> {
     pub series: Vec<Series>,
     /// Horizontal reference lines (value, label), e.g. K.
     pub hlines: Vec<(f64, String)>,
+    /// Vertical marks without a label, e.g. when flows joined.
+    pub vlines: Vec<f64>,
     /// Fixed y range; otherwise 0 to the data's maximum.
     pub y_max: Option<f64>,
     /// Each point a marker, not joined (a scatter of runs).
@@ -69,6 +71,7 @@ impl<'a> Chart<'a> {
             y_label,
             series,
             hlines: vec![],
+            vlines: vec![],
             y_max: None,
             points: false,
             log2_x: false,
@@ -85,6 +88,12 @@ impl<'a> Chart<'a> {
     /// A horizontal reference line, e.g. K.
     pub fn hline(mut self, y: f64, label: String) -> Self {
         self.hlines.push((y, label));
+        self
+    }
+
+    /// A vertical mark at `x`, e.g. a change of the flows.
+    pub fn vline(mut self, x: f64) -> Self {
+        self.vlines.push(x);
         self
     }
 
@@ -318,6 +327,11 @@ where
         .map_err(|e| anyhow!("{e}"))?
         .label(s.name.as_str())
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3)));
+    }
+    for &x in &chart.vlines {
+        let style = BLACK.mix(0.35).stroke_width(1);
+        cc.draw_series(LineSeries::new(vec![(x, 0.0), (x, y1)], style))
+            .map_err(|e| anyhow!("{e}"))?;
     }
     for (y, label) in &chart.hlines {
         let style = BLACK.mix(0.6).stroke_width(1);

@@ -59,10 +59,7 @@ impl Scenario {
             label: label.to_string(),
             bottleneck,
             flows: (0..flows)
-                .map(|sender| FlowSpec {
-                    sender,
-                    cc: cc.to_string(),
-                })
+                .map(|sender| FlowSpec::long(sender, cc))
                 .collect(),
             duration,
             warmup,

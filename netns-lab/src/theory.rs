@@ -19,6 +19,15 @@ pub fn packet_time(rate_bps: u64) -> f64 {
     1500.0 * 8.0 / rate_bps as f64
 }
 
+/// Payload of a full segment (1448 bytes with TCP timestamps) over its
+/// 1514 bytes on the lab's links: the most of a link's rate TCP delivers.
+pub const PAYLOAD_SHARE: f64 = 1448.0 / 1514.0;
+
+/// A link's goodput when full of full-sized segments, bit/s.
+pub fn goodput_bps(rate_bps: u64) -> f64 {
+    rate_bps as f64 * PAYLOAD_SHARE
+}
+
 /// K_opt = C x RTT / 7: the smallest K with which the queue never runs empty
 /// (seed 001's sizing rule).
 pub fn k_opt(rate_bps: u64, rtt: Duration) -> f64 {

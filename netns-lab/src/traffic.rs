@@ -3,7 +3,7 @@
 //! socket before connect (and on the listener, whose algorithm decides
 //! whether ECN is accepted and how the receiver echoes CE).
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,6 +14,8 @@ use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
+use loader::top::switch::monotonic_ns;
+
 use crate::tcpinfo::{self, TcpInfo};
 use crate::topology::{Star, RECEIVER_ADDR};
 
@@ -23,6 +25,27 @@ pub const BASE_PORT: u16 = 5201;
 pub struct FlowSpec {
     pub sender: usize,
     pub cc: String,
+    /// When the sender connects, from the start of the run.
+    pub start: Duration,
+    /// When it stops, if before the end of the run: it aborts the
+    /// connection (RST), so nothing it had queued to send trickles on.
+    pub stop: Option<Duration>,
+}
+
+impl FlowSpec {
+    /// A flow from the start of the run to its end.
+    pub fn long(sender: usize, cc: &str) -> FlowSpec {
+        FlowSpec {
+            sender,
+            cc: cc.to_string(),
+            start: Duration::ZERO,
+            stop: None,
+        }
+    }
+
+    fn scheduled(&self) -> bool {
+        self.start > Duration::ZERO || self.stop.is_some()
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -44,6 +67,10 @@ pub struct FlowResult {
     /// The most the receiver could ever advertise, bytes: 65535 << the
     /// window scale it chose at the handshake.
     pub receiver_max_window: u32,
+    /// When the receiver read the flow's first and last byte, seconds from
+    /// the start of the run (None: nothing arrived).
+    pub first_byte_s: Option<f64>,
+    pub last_byte_s: Option<f64>,
 }
 
 struct SenderEnd {
@@ -109,31 +136,132 @@ pub(crate) fn listen_announced(
     l
 }
 
-fn send_until(cc: &str, port: u16, deadline: Instant, stop: &AtomicBool) -> Result<SenderEnd> {
+/// Sleeps until `at`, or less if `stop` is raised; whether `at` came.
+fn sleep_until(at: Instant, stop: &AtomicBool) -> bool {
+    while !stop.load(Ordering::Relaxed) {
+        let left = at.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(10)));
+    }
+    false
+}
+
+/// Sends from `start` until `end`. A scheduled flow aborts the connection
+/// at its end, its writes waiting at most 5 ms for room: what the receiver
+/// hears stops one queue and one round trip later, not when the socket's
+/// send buffer has drained.
+fn send_between(
+    cc: &str,
+    port: u16,
+    start: Instant,
+    end: Instant,
+    abort: bool,
+    stop: &AtomicBool,
+) -> Result<Option<SenderEnd>> {
+    if !sleep_until(start, stop) {
+        return Ok(None);
+    }
     let mut s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
     loader::sockopt::set_congestion(s.as_fd(), cc)?;
     s.connect(&SocketAddr::from((RECEIVER_ADDR, port)).into())
         .context("connecting to the receiver")?;
     let sport = s.local_addr()?.as_socket().map_or(0, |a| a.port());
     let buf = vec![0x5au8; 64 << 10];
-    while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
-        s.write_all(&buf)?;
+    if abort {
+        // A write waits at most this long for room, so the flow stops on
+        // time even while its socket waits out a retransmission timeout.
+        s.set_write_timeout(Some(Duration::from_millis(5)))?;
+    }
+    while Instant::now() < end && !stop.load(Ordering::Relaxed) {
+        match s.write(&buf) {
+            Ok(_) => {}
+            Err(e) if abort && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     let info = tcpinfo::read(s.as_fd())?;
     let cc_used = loader::sockopt::congestion(s.as_fd())?;
-    s.shutdown(Shutdown::Write)?;
-    let mut sink = [0u8; 64];
-    while s.read(&mut sink)? > 0 {}
-    Ok(SenderEnd {
+    if abort {
+        s.set_linger(Some(Duration::ZERO))?;
+        drop(s);
+    } else {
+        s.shutdown(Shutdown::Write)?;
+        let mut sink = [0u8; 64];
+        while s.read(&mut sink)? > 0 {}
+    }
+    Ok(Some(SenderEnd {
         sport,
         cc_used,
         info,
+    }))
+}
+
+/// What a receiver saw of its flow.
+struct ReceiverEnd {
+    max_window: u32,
+    first_byte_ns: Option<u64>,
+    last_byte_ns: Option<u64>,
+}
+
+/// Accepts one connection on `l` by `deadline`, giving up early on `stop`.
+fn accept_by(l: &Socket, deadline: Instant, stop: &AtomicBool) -> Result<Option<Socket>> {
+    l.set_read_timeout(Some(Duration::from_millis(100)))?;
+    loop {
+        match l.accept() {
+            Ok((s, _)) => return Ok(Some(s)),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(None);
+                }
+                anyhow::ensure!(Instant::now() < deadline, "no sender connected");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Reads a flow to its end (a close or, from a flow that aborts at its stop
+/// time, a reset) or until `give_up` (a reset the switch dropped: it is not
+/// ECN-capable), counting bytes into `counter` and noting when the first
+/// and the last arrived.
+fn receive(mut s: Socket, counter: &AtomicU64, give_up: Instant) -> Result<ReceiverEnd> {
+    // A flow stalled for a retransmission timeout has not ended.
+    s.set_read_timeout(Some(Duration::from_millis(200)))?;
+    let mut buf = vec![0u8; 256 << 10];
+    let (mut first, mut last) = (None, None);
+    loop {
+        match s.read(&mut buf) {
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if Instant::now() > give_up {
+                    break;
+                }
+            }
+            Ok(0) => break,
+            Ok(n) => {
+                let now = monotonic_ns();
+                first.get_or_insert(now);
+                last = Some(now);
+                counter.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(ReceiverEnd {
+        max_window: tcpinfo::read(s.as_fd())?.max_rcv_window(),
+        first_byte_ns: first,
+        last_byte_ns: last,
     })
 }
 
-/// Runs `flows` for `duration`, sampling received bytes every `interval`
-/// and calling `tick(elapsed)` each time (progress, counters). `stop` ends
-/// the run early (Ctrl-C). `window_clamp` caps each receiver's window, bytes.
+/// Runs `flows` for `duration`, each from its start to its stop, sampling
+/// received bytes every `interval` and calling `tick(elapsed)` each time
+/// (progress, counters). `stop` ends the run early (Ctrl-C). `window_clamp`
+/// caps each receiver's window, bytes.
 pub fn run_bulk(
     star: &Star,
     flows: &[FlowSpec],
@@ -144,25 +272,26 @@ pub fn run_bulk(
     mut tick: impl FnMut(Duration) -> Result<()>,
 ) -> Result<Vec<FlowResult>> {
     let counters: Vec<Arc<AtomicU64>> = flows.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
+    // A sender that never connects must not leave accept() waiting forever,
+    // nor one whose last packet never comes a read.
+    let accept_deadline = Instant::now() + duration + Duration::from_secs(15);
     let mut receivers = Vec::new();
     for (i, f) in flows.iter().enumerate() {
+        let give_up = match f.stop {
+            Some(t) => Instant::now() + t + Duration::from_secs(3),
+            None => accept_deadline,
+        };
         let (ready_tx, ready_rx) = mpsc::channel();
         let counter = counters[i].clone();
         let cc = f.cc.clone();
         let port = BASE_PORT + i as u16;
-        // A sender that never connects must not leave accept() waiting forever.
-        let accept_timeout = duration + Duration::from_secs(15);
-        receivers.push(star.receiver.ns.spawn(move || -> Result<u32> {
+        let stop = stop.clone();
+        receivers.push(star.receiver.ns.spawn(move || -> Result<Option<ReceiverEnd>> {
             let addr = SocketAddr::from((RECEIVER_ADDR, port));
-            let l = listen_announced(&cc, addr, accept_timeout, window_clamp, &ready_tx)?;
-            let (mut s, _) = l.accept()?;
-            let mut buf = vec![0u8; 256 << 10];
-            loop {
-                match s.read(&mut buf)? {
-                    0 => return Ok(tcpinfo::read(s.as_fd())?.max_rcv_window()),
-                    n => counter.fetch_add(n as u64, Ordering::Relaxed),
-                };
-            }
+            let l = listen_announced(&cc, addr, Duration::from_millis(100), window_clamp, &ready_tx)?;
+            accept_by(&l, accept_deadline, &stop)?
+                .map(|s| receive(s, &counter, give_up))
+                .transpose()
         })?);
         ready_rx
             .recv_timeout(Duration::from_secs(10))
@@ -171,6 +300,7 @@ pub fn run_bulk(
     }
 
     let start = Instant::now();
+    let start_ns = monotonic_ns();
     let deadline = start + duration;
     let mut senders = Vec::new();
     for (i, f) in flows.iter().enumerate() {
@@ -181,9 +311,11 @@ pub fn run_bulk(
             .senders
             .get(f.sender)
             .with_context(|| format!("no sender {}", f.sender))?;
+        let (from, to) = (start + f.start, f.stop.map_or(deadline, |t| start + t));
+        let abort = f.scheduled();
         senders.push(
             host.ns
-                .spawn(move || send_until(&cc, port, deadline, &stop))?,
+                .spawn(move || send_between(&cc, port, from, to, abort, &stop))?,
         );
     }
 
@@ -209,24 +341,37 @@ pub fn run_bulk(
             .join()
             .map_err(|_| anyhow!("sender thread panicked"))??
             .with_context(|| format!("flow {i} ({})", f.cc))?;
+        let (sport, cc_used, info) = match end {
+            Some(e) => (e.sport, e.cc_used, e.info),
+            // Stopped before it was due to start.
+            None => (0, f.cc.clone(), TcpInfo::default()),
+        };
         out.push(FlowResult {
             sender: f.sender,
             cc: f.cc.clone(),
-            cc_used: end.cc_used,
-            sport: end.sport,
+            cc_used,
+            sport,
             dport: BASE_PORT + i as u16,
             bytes: 0,
             series: std::mem::take(&mut series[i]),
             series_end_s: ends.clone(),
-            info: end.info,
+            info,
             receiver_max_window: 0,
+            first_byte_s: None,
+            last_byte_s: None,
         });
     }
+    let since_start = |ns: Option<u64>| ns.map(|t| t.saturating_sub(start_ns) as f64 / 1e9);
     for (i, r) in receivers.into_iter().enumerate() {
-        out[i].receiver_max_window = r
+        let end = r
             .join()
             .map_err(|_| anyhow!("receiver thread panicked"))??
             .with_context(|| format!("receiver of flow {i}"))?;
+        if let Some(end) = end {
+            out[i].receiver_max_window = end.max_window;
+            out[i].first_byte_s = since_start(end.first_byte_ns);
+            out[i].last_byte_s = since_start(end.last_byte_ns);
+        }
         out[i].bytes = counters[i].load(Ordering::Relaxed);
     }
     Ok(out)

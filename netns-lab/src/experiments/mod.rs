@@ -1,5 +1,6 @@
 //! The experiments of the seeds, each writing a results directory.
 
+pub mod convergence;
 pub mod incast;
 pub mod ksweep;
 pub mod queue;
@@ -127,6 +128,16 @@ impl Experiment for sawtooth::SawtoothConfig {
     }
     fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
         sawtooth::run(self, out, stop).map(drop)
+    }
+}
+
+impl Experiment for convergence::ConvergenceConfig {
+    const NAME: &'static str = "convergence";
+    fn validate(&self) -> Result<()> {
+        convergence::ConvergenceConfig::validate(self)
+    }
+    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
+        convergence::run(self, out, stop).map(drop)
     }
 }
 

@@ -123,7 +123,7 @@ pub const SEGMENT_BYTES: u32 = 1448;
 pub const RWND_CLAMP_MAX_PKTS: u32 = 1 << 14;
 
 /// One line of the comparison: an algorithm on a backend.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Variant {
     /// As given: `bpf_dctcp` (attached for the run), or a kernel algorithm.
     pub cc: String,

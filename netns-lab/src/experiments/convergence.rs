@@ -1,0 +1,793 @@
+//! `lab convergence` (seed 000, the paper's Fig. 16): one long flow, the
+//! other senders joining one by one and then leaving one by one, DCTCP on
+//! its step marker against TCP on drop-tail. The paper's finding: DCTCP
+//! takes a few round trips longer than TCP to reach the fair share, and
+//! varies much less once there.
+//!
+//! Each flow's rate is the receiver's byte count per interval. After every
+//! change of the flows, the convergence time is how long until every
+//! active flow stays within a tolerance of the fair share (the link's
+//! goodput over the number of flows) for a hold time; over each phase's
+//! second half, Jain's index of the flows' mean rates and each flow's
+//! coefficient of variation say how evenly and how steadily they share.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{ensure, Result};
+use serde::Serialize;
+use tc_qdisc::Bottleneck;
+
+use crate::cc::Algorithms;
+use crate::delay::{datacenter_rtt, fmt_duration, RoundTrip, RttArgs, RttMeasured};
+use crate::experiments::queue::{backend_for, parse_variant, Variant, SEGMENT_BYTES};
+use crate::experiments::{repairs_note, run_scenario, table_header};
+use crate::fairness::Grid;
+use crate::plot::{self, Chart, Series};
+use crate::results::ResultsDir;
+use crate::scenario::{RunData, Scenario};
+use crate::schedule::{parse_time, Phase, Schedule};
+use crate::stats::weighted_summary;
+use crate::theory::{goodput_bps, PAYLOAD_SHARE};
+use crate::units::{fmt_rate, parse_rate, rate_tag};
+
+/// The paper (Fig. 16, 1 Gbit/s, 5 senders): DCTCP converges a few round
+/// trips slower than TCP, with much less variability once converged;
+/// seed 000 (100 Mbit/s in Mininet) matched it "perfectly".
+const PAPER_SAYS: &str = "DCTCP takes a few round trips longer than TCP to reach the fair share, \
+     and its rates vary much less once there (paper Fig. 16; seed 000 at 100 Mbit/s: the same)";
+
+pub const DEFAULT_VARIANTS: &str = "bpf_dctcp:bpf-step,cubic:droptail,reno:droptail";
+
+/// `lab convergence`'s options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConvergenceArgs {
+    /// 100 Mbit/s only, 3 senders, a change every 5 s.
+    #[arg(long)]
+    pub quick: bool,
+    /// Bottleneck rates, comma-separated (default 100M,1G; 100M with
+    /// --quick).
+    #[arg(long, value_delimiter = ',', value_parser = parse_rate)]
+    pub rates: Option<Vec<u64>>,
+    /// Comparisons as algorithm:backend, as in `lab queue`: bpf_dctcp
+    /// (attached for the run) or a kernel algorithm, on droptail, bpf-step,
+    /// bpf-red, or red / fq_codel where the kernel has them (the VM tier:
+    /// dctcp:red).
+    #[arg(long, value_delimiter = ',', value_parser = parse_variant, default_value = DEFAULT_VARIANTS)]
+    pub variants: Vec<Variant>,
+    /// Senders (default 5, seed 000's; 3 with --quick).
+    #[arg(long)]
+    pub senders: Option<usize>,
+    /// Time between joins: sender i starts at i x JOIN (default 30s, seed
+    /// 000's; 5s with --quick).
+    #[arg(long, value_parser = parse_time)]
+    pub join: Option<Duration>,
+    /// Time between leaves once every sender runs, first come first gone;
+    /// sender 0 runs alone for a last LEAVE (default: JOIN).
+    #[arg(long, value_parser = parse_time)]
+    pub leave: Option<Duration>,
+    /// Any schedule instead of --join/--leave: per sender, comma-separated,
+    /// its flows as START-STOP spans joined by `+` (seconds, or with s /
+    /// ms), e.g. `0-60,10-50,20-30+40-50`. One flow at a time per sender;
+    /// some flow must start at 0.
+    #[arg(long, value_parser = Schedule::parse)]
+    pub schedule: Option<Schedule>,
+    /// Marking threshold K, packets (marking backends).
+    #[arg(long, default_value_t = 20)]
+    pub k: u32,
+    /// Bottleneck buffer, packets.
+    #[arg(long, default_value_t = 425)]
+    pub buffer: u32,
+    /// Converged: every flow within this many per cent of the fair share
+    /// (the link's goodput over the flows)...
+    #[arg(long, default_value_t = 10.0)]
+    pub tolerance: f64,
+    /// ...in every interval for this long.
+    #[arg(long, value_parser = parse_time, default_value = "1s")]
+    pub hold: Duration,
+    /// Rate-sampling interval (the receiver's byte counts).
+    #[arg(long, value_parser = parse_time, default_value = "100ms")]
+    pub interval: Duration,
+    #[command(flatten)]
+    pub rtt: RttArgs,
+    /// Results directory (default results/convergence/<timestamp>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl ConvergenceArgs {
+    pub fn config(&self) -> ConvergenceConfig {
+        let q = self.quick;
+        let senders = self.senders.unwrap_or(if q { 3 } else { 5 });
+        let join = self.join.unwrap_or(Duration::from_secs(if q { 5 } else { 30 }));
+        let leave = self.leave.unwrap_or(join);
+        ConvergenceConfig {
+            rates_bps: self.rates.clone().unwrap_or_else(|| {
+                if q {
+                    vec![100_000_000]
+                } else {
+                    vec![100_000_000, 1_000_000_000]
+                }
+            }),
+            variants: self.variants.clone(),
+            senders,
+            schedule: self
+                .schedule
+                .clone()
+                .unwrap_or_else(|| Schedule::staggered(senders, join, leave)),
+            k: self.k,
+            buffer_pkts: self.buffer,
+            tolerance: self.tolerance / 100.0,
+            hold: self.hold,
+            interval: self.interval,
+            rtt: self.rtt.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ConvergenceConfig {
+    pub rates_bps: Vec<u64>,
+    pub variants: Vec<Variant>,
+    pub senders: usize,
+    pub schedule: Schedule,
+    pub k: u32,
+    pub buffer_pkts: u32,
+    /// A fraction of the fair share.
+    pub tolerance: f64,
+    pub hold: Duration,
+    pub interval: Duration,
+    pub rtt: RttArgs,
+}
+
+/// Senders one lab holds here at the rates of this experiment.
+const MAX_SENDERS: usize = 16;
+
+impl ConvergenceConfig {
+    pub fn validate(&self) -> Result<()> {
+        ensure!(!self.rates_bps.is_empty(), "--rates: give at least one rate");
+        ensure!(!self.variants.is_empty(), "--variants: give at least one");
+        ensure!(
+            (1..=MAX_SENDERS).contains(&self.senders),
+            "--senders {}: 1 to {MAX_SENDERS}",
+            self.senders
+        );
+        self.schedule.validate(self.senders)?;
+        ensure!(
+            self.tolerance > 0.0 && self.tolerance < 1.0,
+            "--tolerance {}: a percentage above 0 and below 100",
+            self.tolerance * 100.0
+        );
+        ensure!(
+            (Duration::from_millis(10)..=Duration::from_secs(1)).contains(&self.interval),
+            "--interval {:?}: 10ms to 1s",
+            self.interval
+        );
+        ensure!(
+            self.hold >= self.interval,
+            "--hold {:?} is shorter than one --interval ({:?})",
+            self.hold,
+            self.interval
+        );
+        for p in self.schedule.phases() {
+            ensure!(
+                p.len() > self.hold,
+                "the phase from {:?} to {:?} is not longer than --hold {:?}: nothing could converge in it",
+                p.start,
+                p.end,
+                self.hold
+            );
+        }
+        if let Some(rt) = &self.rtt.rtt {
+            rt.validate(self.senders)?;
+        }
+        for &rate in &self.rates_bps {
+            for v in &self.variants {
+                self.bottleneck(v, rate)?.validate()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn bottleneck(&self, v: &Variant, rate_bps: u64) -> Result<Bottleneck> {
+        Ok(Bottleneck {
+            rate_bps,
+            buffer_pkts: self.buffer_pkts,
+            backend: backend_for(&v.backend, self.k, rate_bps)?,
+        })
+    }
+
+    fn round_trip(&self, rate_bps: u64) -> Option<RoundTrip> {
+        self.rtt.or(Some(datacenter_rtt(rate_bps)))
+    }
+}
+
+/// One phase of one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct PhaseResult {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub change: String,
+    pub flows: usize,
+    /// Seconds from the change until the flows settled (None: never, in
+    /// this phase).
+    pub convergence_s: Option<f64>,
+    /// Over the phase's second half.
+    pub jain: f64,
+    pub cov: f64,
+    /// The flows' goodput over the link's (payload of full segments).
+    pub goodput_share: f64,
+    /// Over the whole phase, from the queue over time.
+    pub queue_mean: f64,
+    pub queue_p95: f64,
+    pub drops: u64,
+}
+
+/// One algorithm at one rate through the whole schedule.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConvRun {
+    pub rate_bps: u64,
+    pub variant: String,
+    pub is_dctcp: bool,
+    pub phases: Vec<PhaseResult>,
+    /// Per flow: the receiver's first byte less the flow's start, and its
+    /// last byte less the flow's stop (flows that stop before the end).
+    pub start_lag_s: Vec<Option<f64>>,
+    pub stop_lag_s: Vec<Option<f64>>,
+    pub drops: u64,
+    pub guard_repairs: (u64, u64, u64),
+    pub rtt: RttMeasured,
+    /// Each flow's rate per interval, Mbit/s, and when each interval ended.
+    pub rates_mbps: Vec<Vec<f64>>,
+    pub ends_s: Vec<f64>,
+}
+
+impl ConvRun {
+    /// The changes after the start: joins and leaves.
+    pub fn changes(&self) -> impl Iterator<Item = &PhaseResult> {
+        self.phases.iter().filter(|p| p.start_s > 0.0)
+    }
+
+    /// Median convergence time over the changes, counting one that never
+    /// converged as its phase's length.
+    pub fn median_convergence(&self) -> Option<f64> {
+        let mut t: Vec<f64> = self
+            .changes()
+            .map(|p| p.convergence_s.unwrap_or(p.end_s - p.start_s))
+            .collect();
+        t.sort_by(f64::total_cmp);
+        (!t.is_empty()).then(|| t[(t.len() - 1) / 2])
+    }
+
+    /// Mean coefficient of variation over the phases of two or more flows.
+    pub fn mean_cov(&self) -> f64 {
+        crate::fairness::mean(
+            &self
+                .phases
+                .iter()
+                .filter(|p| p.flows >= 2)
+                .map(|p| p.cov)
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    /// Changes after which the flows never settled.
+    pub fn unconverged(&self) -> usize {
+        self.changes().filter(|p| p.convergence_s.is_none()).count()
+    }
+}
+
+fn measure(
+    cfg: &ConvergenceConfig,
+    v: &Variant,
+    rate_bps: u64,
+    phases: &[Phase],
+    data: &RunData,
+) -> ConvRun {
+    let o = &data.outcome;
+    let ends = o.flows.first().map(|f| f.series_end_s.clone()).unwrap_or_default();
+    let rates: Vec<Vec<f64>> = o
+        .flows
+        .iter()
+        .map(|f| {
+            f.series
+                .iter()
+                .enumerate()
+                .map(|(j, &b)| {
+                    let begin = j.checked_sub(1).map_or(0.0, |i| ends[i]);
+                    b as f64 * 8.0 / (ends[j] - begin).max(1e-6)
+                })
+                .collect()
+        })
+        .collect();
+    let grid = Grid {
+        ends: &ends,
+        rates: &rates,
+    };
+    let link = goodput_bps(rate_bps);
+    // The queue's steps count from the first tick, which closed the
+    // first interval.
+    let q0 = ends.first().copied().unwrap_or(0.0);
+    let queue_in = |from: f64, until: f64| {
+        let mut t = q0;
+        let mut pairs = Vec::new();
+        for &(q, held) in &data.queue_steps {
+            let (a, b) = (t.max(from), (t + held).min(until));
+            if b > a {
+                pairs.push((f64::from(q), b - a));
+            }
+            t += held;
+            if t >= until {
+                break;
+            }
+        }
+        weighted_summary(&pairs)
+    };
+    let drops_in = |from: f64, until: f64| {
+        let (a, b) = (
+            data.window_start_ns as f64 + (from - q0) * 1e9,
+            data.window_start_ns as f64 + (until - q0) * 1e9,
+        );
+        data.samples
+            .iter()
+            .filter(|s| (a..b).contains(&(s.ts_ns as f64)) && s.action >= 2)
+            .count() as u64
+    };
+    let phases = phases
+        .iter()
+        .map(|p| {
+            let (from, until) = (p.start.as_secs_f64(), p.end.as_secs_f64());
+            let n = p.active.len();
+            let steady = grid.within((from + until) / 2.0, until);
+            let q = queue_in(from, until);
+            PhaseResult {
+                start_s: from,
+                end_s: until,
+                change: p.change(),
+                flows: n,
+                convergence_s: grid.convergence_time(
+                    &p.active,
+                    link / n as f64,
+                    (from, until),
+                    cfg.tolerance,
+                    cfg.hold.as_secs_f64(),
+                ),
+                jain: grid.jain(&p.active, steady.clone()),
+                cov: grid.cov(&p.active, steady.clone()),
+                goodput_share: grid.total(steady) / link,
+                queue_mean: q.mean,
+                queue_p95: q.p95,
+                drops: drops_in(from, until),
+            }
+        })
+        .collect();
+    let specs = cfg.schedule.flows("");
+    // A flow that joins a standing queue never sees the base round trip:
+    // only those that start with the run say what the path's RTT was.
+    let mut rtt = o.rtt.clone();
+    rtt.flows = rtt
+        .flows
+        .into_iter()
+        .zip(&specs)
+        .filter(|(_, s)| s.start.is_zero())
+        .map(|(f, _)| f)
+        .collect();
+    ConvRun {
+        rate_bps,
+        variant: v.label(),
+        is_dctcp: v.is_dctcp(),
+        phases,
+        start_lag_s: o
+            .flows
+            .iter()
+            .zip(&specs)
+            .map(|(f, s)| f.first_byte_s.map(|t| t - s.start.as_secs_f64()))
+            .collect(),
+        stop_lag_s: o
+            .flows
+            .iter()
+            .zip(&specs)
+            .map(|(f, s)| Some(f.last_byte_s? - s.stop?.as_secs_f64()))
+            .collect(),
+        drops: o.drops,
+        guard_repairs: o.guard_repairs,
+        rtt,
+        rates_mbps: rates
+            .iter()
+            .map(|r| r.iter().map(|v| v / 1e6).collect())
+            .collect(),
+        ends_s: ends,
+    }
+}
+
+pub fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<ConvRun>> {
+    cfg.validate()?;
+    out.write_json("config.json", cfg)?;
+    let names: Vec<String> = cfg.variants.iter().map(|v| v.cc.clone()).collect();
+    let algorithms = Algorithms::attach(&names)?;
+    let phases = cfg.schedule.phases();
+    let total = cfg.rates_bps.len() * cfg.variants.len();
+    let mut runs = Vec::new();
+    for &rate in &cfg.rates_bps {
+        for v in &cfg.variants {
+            let cc = algorithms.cc(&v.cc);
+            let scn = Scenario {
+                label: v.label(),
+                bottleneck: cfg.bottleneck(v, rate)?,
+                flows: cfg.schedule.flows(&cc),
+                duration: cfg.schedule.end(),
+                warmup: Duration::ZERO,
+                round_trip: cfg.round_trip(rate),
+                access_rate_bps: None,
+                interval: cfg.interval,
+                trace_algorithm: None,
+                short_flows: None,
+                // As `lab queue`: a window the known issue (README)
+                // corrupts cannot burst into a marking queue.
+                rwnd_clamp_bytes: v.marks().then_some(64 * SEGMENT_BYTES),
+            };
+            let msg = format!("run {}/{total}: {} at {}", runs.len() + 1, v.label(), fmt_rate(rate));
+            let data = run_scenario(&scn, algorithms.ours(&v.cc), msg, stop)?;
+            let r = measure(cfg, v, rate, &phases, &data);
+            eprintln!("{}{}", line(&r), repairs_note(r.guard_repairs));
+            runs.push(r);
+        }
+    }
+    write_csv(out, &runs)?;
+    plot_rates(out, cfg, &runs)?;
+    plot_convergence(out, cfg, &runs)?;
+    out.write_json("runs.json", &runs)?;
+    out.write_text("summary.md", &summary(cfg, &runs))?;
+    Ok(runs)
+}
+
+fn secs(v: Option<f64>) -> String {
+    v.map_or("never".into(), |t| format!("{t:.1} s"))
+}
+
+fn line(r: &ConvRun) -> String {
+    format!(
+        "{} at {}: convergence {} (median over {} changes, {} never), CoV {:.3} with 2+ flows, drops {}",
+        r.variant,
+        fmt_rate(r.rate_bps),
+        secs(r.median_convergence()),
+        r.changes().count(),
+        r.unconverged(),
+        r.mean_cov(),
+        r.drops
+    )
+}
+
+fn write_csv(out: &ResultsDir, runs: &[ConvRun]) -> Result<()> {
+    let mut w = out.csv("rates.csv", "rate_bps,variant,flow,t_end_s,mbps")?;
+    for r in runs {
+        for (f, rates) in r.rates_mbps.iter().enumerate() {
+            for (t, v) in r.ends_s.iter().zip(rates) {
+                writeln!(w, "{},{},{f},{t:.3},{v:.3}", r.rate_bps, r.variant)?;
+            }
+        }
+    }
+    let mut w = out.csv(
+        "phases.csv",
+        "rate_bps,variant,start_s,end_s,change,flows,convergence_s,jain,cov,goodput_share,queue_mean,queue_p95,drops",
+    )?;
+    for r in runs {
+        for p in &r.phases {
+            writeln!(
+                w,
+                "{},{},{:.3},{:.3},{},{},{},{:.4},{:.4},{:.4},{:.2},{:.2},{}",
+                r.rate_bps,
+                r.variant,
+                p.start_s,
+                p.end_s,
+                p.change,
+                p.flows,
+                p.convergence_s.map_or(String::new(), |t| format!("{t:.3}")),
+                p.jain,
+                p.cov,
+                p.goodput_share,
+                p.queue_mean,
+                p.queue_p95,
+                p.drops
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The paper's figure: per algorithm, each flow's rate over time, the
+/// changes drawn across.
+fn plot_rates(out: &ResultsDir, cfg: &ConvergenceConfig, runs: &[ConvRun]) -> Result<()> {
+    for &rate in &cfg.rates_bps {
+        let mine: Vec<&ConvRun> = runs.iter().filter(|r| r.rate_bps == rate).collect();
+        let titles: Vec<String> = mine
+            .iter()
+            .map(|r| format!("{} at {}: each flow's rate", r.variant, fmt_rate(rate)))
+            .collect();
+        let charts: Vec<Chart> = mine
+            .iter()
+            .zip(&titles)
+            .map(|(r, title)| {
+                let series = r
+                    .rates_mbps
+                    .iter()
+                    .enumerate()
+                    .map(|(f, v)| Series {
+                        name: format!("flow {f}"),
+                        points: r.ends_s.iter().copied().zip(v.iter().copied()).collect(),
+                    })
+                    .collect();
+                r.changes().fold(
+                    Chart::new(title, "time (s)", "Mbit/s", series).y_max(rate as f64 / 1e6 * 1.1),
+                    |c, p| c.vline(p.start_s),
+                )
+            })
+            .collect();
+        plot::draw_stack(&out.file(&format!("rates_{}.png", rate_tag(rate))), &charts)?;
+    }
+    Ok(())
+}
+
+/// Convergence time after each change, every algorithm side by side.
+fn plot_convergence(out: &ResultsDir, cfg: &ConvergenceConfig, runs: &[ConvRun]) -> Result<()> {
+    let titles: Vec<String> = cfg
+        .rates_bps
+        .iter()
+        .map(|&rate| {
+            format!(
+                "{}: time to within {:.0} % of the fair share for {} (never: the phase's length)",
+                fmt_rate(rate),
+                cfg.tolerance * 100.0,
+                fmt_duration(cfg.hold)
+            )
+        })
+        .collect();
+    let charts: Vec<Chart> = cfg
+        .rates_bps
+        .iter()
+        .zip(&titles)
+        .map(|(&rate, title)| {
+            let mine: Vec<&ConvRun> = runs.iter().filter(|r| r.rate_bps == rate).collect();
+            // Side by side: each algorithm's markers a little apart.
+            let gap = 0.04 * mine.first().map_or(1.0, |r| r.phases[0].end_s);
+            let series = mine
+                .iter()
+                .enumerate()
+                .map(|(i, r)| Series {
+                    name: r.variant.clone(),
+                    points: r
+                        .changes()
+                        .map(|p| {
+                            let x = p.start_s + gap * (i as f64 - (mine.len() - 1) as f64 / 2.0);
+                            (x, p.convergence_s.unwrap_or(p.end_s - p.start_s))
+                        })
+                        .collect(),
+                })
+                .collect();
+            Chart::new(title, "change at (s)", "convergence time (s)", series).points()
+        })
+        .collect();
+    plot::draw_stack(&out.file("convergence.png"), &charts)
+}
+
+fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Convergence as flows come and go (seed 000, paper Fig. 16)\n");
+    let phases = cfg.schedule.phases();
+    let _ = writeln!(
+        s,
+        "{} senders; {} phases over {:.0} s. Each flow's rate: the receiver's bytes per {} interval. \
+         Converged: every active flow within {:.0} % of the fair share (the link's goodput, {:.1} % of its rate \
+         for full segments, over the number of flows) in every interval for {}; \"never\" when that did not \
+         happen before the next change. Jain's index (of the flows' mean rates) and CoV (each flow's standard \
+         deviation over its mean, averaged over the flows) over each phase's second half; the queue (over time) \
+         and drops over the whole phase. Marking runs at K = {}, buffer {} packets.\n",
+        cfg.senders,
+        phases.len(),
+        cfg.schedule.end().as_secs_f64(),
+        fmt_duration(cfg.interval),
+        cfg.tolerance * 100.0,
+        100.0 * PAYLOAD_SHARE,
+        fmt_duration(cfg.hold),
+        cfg.k,
+        cfg.buffer_pkts
+    );
+    let _ = writeln!(
+        s,
+        "{}",
+        crate::delay::summary_lines(
+            runs.iter()
+                .map(|r| (format!("{} at {}", r.variant, fmt_rate(r.rate_bps)), &r.rtt))
+        )
+    );
+    for &rate in &cfg.rates_bps {
+        let mine: Vec<&ConvRun> = runs.iter().filter(|r| r.rate_bps == rate).collect();
+        let _ = writeln!(s, "## {}\n", fmt_rate(rate));
+        table_header(
+            &mut s,
+            &["algorithm", "median convergence", "never", "mean CoV (2+ flows)", "min Jain", "drops"],
+        );
+        for r in &mine {
+            let min_jain = r
+                .phases
+                .iter()
+                .filter(|p| p.flows >= 2)
+                .map(|p| p.jain)
+                .fold(f64::INFINITY, f64::min);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} of {} | {:.3} | {:.3} | {} |",
+                r.variant,
+                secs(r.median_convergence()),
+                r.unconverged(),
+                r.changes().count(),
+                r.mean_cov(),
+                min_jain,
+                r.drops
+            );
+        }
+        let _ = writeln!(s);
+        table_header(
+            &mut s,
+            &["phase", "algorithm", "convergence", "Jain", "CoV", "goodput / link", "queue mean (p95)", "drops"],
+        );
+        for (i, p) in phases.iter().enumerate() {
+            for r in &mine {
+                let ph = &r.phases[i];
+                let _ = writeln!(
+                    s,
+                    "| {:.0} s: {} | {} | {} | {:.3} | {:.3} | {:.1} % | {:.1} ({:.0}) | {} |",
+                    p.start.as_secs_f64(),
+                    ph.change,
+                    r.variant,
+                    if p.start.is_zero() { "-".into() } else { secs(ph.convergence_s) },
+                    ph.jain,
+                    ph.cov,
+                    ph.goodput_share * 100.0,
+                    ph.queue_mean,
+                    ph.queue_p95,
+                    ph.drops
+                );
+            }
+        }
+        let _ = writeln!(s);
+    }
+    let _ = writeln!(s, "## Beside the paper\n\nThe paper: {PAPER_SAYS}.\n");
+    for &rate in &cfg.rates_bps {
+        let mine: Vec<&ConvRun> = runs.iter().filter(|r| r.rate_bps == rate).collect();
+        let _ = writeln!(s, "- {}", verdict(rate, &mine));
+    }
+    let _ = writeln!(
+        s,
+        "\nThe schedule as the receiver saw it (first byte less the flow's start; last byte less its stop: \
+         the stopping sender aborts its connection, and what the queue held still arrives, so a deep queue \
+         adds its drain, and a joining flow's handshake and first data wait in the queue it joins). The round \
+         trip above is that of the flows that start with the run: those that join later find a queue.\n"
+    );
+    table_header(&mut s, &["run", "first byte after start (ms)", "last byte after stop (ms)"]);
+    for r in runs {
+        let range = |v: &[Option<f64>]| {
+            let v: Vec<f64> = v.iter().flatten().map(|t| t * 1e3).collect();
+            let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+            if v.is_empty() { "-".into() } else { format!("{lo:.0} to {hi:.0}") }
+        };
+        let _ = writeln!(
+            s,
+            "| {} at {} | {} | {} |",
+            r.variant,
+            fmt_rate(r.rate_bps),
+            range(&r.start_lag_s),
+            range(&r.stop_lag_s)
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "Guard repairs (README \"Known issue\"): {}.\n",
+        match runs
+            .iter()
+            .filter(|r| r.guard_repairs != (0, 0, 0))
+            .map(|r| format!("{} at {}: {:?}", r.variant, fmt_rate(r.rate_bps), r.guard_repairs))
+            .collect::<Vec<_>>()
+        {
+            v if v.is_empty() => "none in any run".to_string(),
+            v => v.join("; "),
+        }
+    );
+    let _ = writeln!(
+        s,
+        "Files: `rates_<rate>.png` (each flow's rate, one chart per algorithm, the changes drawn across), \
+         `convergence.png` (time to converge after each change, the algorithms side by side), `rates.csv`, \
+         `phases.csv`, `runs.json`."
+    );
+    s
+}
+
+/// Whether DCTCP converged slower and varied less than the TCPs at `rate`.
+fn verdict(rate: u64, runs: &[&ConvRun]) -> String {
+    let (dctcp, tcp): (Vec<&&ConvRun>, Vec<&&ConvRun>) = runs.iter().partition(|r| r.is_dctcp);
+    let (Some(d), false) = (dctcp.first(), tcp.is_empty()) else {
+        return format!("{}: no DCTCP and TCP runs to compare.", fmt_rate(rate));
+    };
+    let others = |f: &dyn Fn(&ConvRun) -> String| -> String {
+        tcp.iter()
+            .map(|r| format!("{} {}", r.variant, f(r)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let slower = tcp
+        .iter()
+        .all(|r| d.median_convergence() > r.median_convergence());
+    let steadier = tcp.iter().all(|r| d.mean_cov() < r.mean_cov());
+    format!(
+        "{}: {} converged in {} (median), against {}: {}. Its mean CoV {:.3} against {}: {}.",
+        fmt_rate(rate),
+        d.variant,
+        secs(d.median_convergence()),
+        others(&|r| secs(r.median_convergence())),
+        if slower { "slower, as the paper says" } else { "not slower than every TCP, unlike the paper" },
+        d.mean_cov(),
+        others(&|r| format!("{:.3}", r.mean_cov())),
+        if steadier { "steadier, as the paper says" } else { "not steadier than every TCP, unlike the paper" },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> ConvergenceArgs {
+        ConvergenceArgs {
+            quick: false,
+            rates: None,
+            variants: DEFAULT_VARIANTS
+                .split(',')
+                .map(|v| parse_variant(v).unwrap())
+                .collect(),
+            senders: None,
+            join: None,
+            leave: None,
+            schedule: None,
+            k: 20,
+            buffer: 425,
+            tolerance: 10.0,
+            hold: Duration::from_secs(1),
+            interval: Duration::from_millis(100),
+            rtt: RttArgs {
+                rtt: None,
+                delay_backend: crate::delay::DelayBackend::Auto,
+            },
+            out: None,
+        }
+    }
+
+    #[test]
+    fn defaults_follow_the_seed() {
+        let cfg = args().config();
+        cfg.validate().unwrap();
+        assert_eq!(cfg.senders, 5);
+        assert_eq!(cfg.schedule.end(), Duration::from_secs(270));
+        assert_eq!(cfg.schedule.phases().len(), 9);
+        let quick = ConvergenceArgs { quick: true, ..args() }.config();
+        quick.validate().unwrap();
+        assert_eq!(quick.schedule.end(), Duration::from_secs(25));
+    }
+
+    #[test]
+    fn bad_settings_are_refused() {
+        let bad = |a: ConvergenceArgs| a.config().validate().is_err();
+        assert!(bad(ConvergenceArgs { senders: Some(0), ..args() }));
+        assert!(bad(ConvergenceArgs { tolerance: 0.0, ..args() }));
+        assert!(bad(ConvergenceArgs { hold: Duration::from_millis(10), ..args() }));
+        // A phase shorter than the hold.
+        assert!(bad(ConvergenceArgs { join: Some(Duration::from_millis(800)), ..args() }));
+        assert!(bad(ConvergenceArgs {
+            schedule: Some(Schedule::parse("0-10,2-8,4-6").unwrap()),
+            senders: Some(2),
+            ..args()
+        }));
+    }
+}

@@ -1,0 +1,178 @@
+//! How flows share a link over time, from each flow's rate in successive
+//! intervals (the receiver's byte counts): how long after a change they
+//! take to settle at the fair share, and how evenly and steadily they
+//! share it once there.
+
+use std::ops::Range;
+
+use crate::stats::jain;
+
+/// Rates of flows on one grid of intervals: interval j ends `ends[j]`
+/// seconds after the run starts (and begins where j - 1 ended, or at 0);
+/// `rates[f][j]` is flow f's rate in it.
+#[derive(Clone, Copy)]
+pub struct Grid<'a> {
+    pub ends: &'a [f64],
+    pub rates: &'a [Vec<f64>],
+}
+
+impl Grid<'_> {
+    fn begin(&self, j: usize) -> f64 {
+        j.checked_sub(1).map_or(0.0, |i| self.ends[i])
+    }
+
+    /// The intervals that lie wholly between `from` and `until` seconds.
+    pub fn within(&self, from: f64, until: f64) -> Range<usize> {
+        // A tick lands a little after its time: a few ms of slack.
+        const SLACK: f64 = 0.005;
+        let first = (0..self.ends.len())
+            .find(|&j| self.begin(j) >= from - SLACK)
+            .unwrap_or(self.ends.len());
+        let last = (first..self.ends.len())
+            .take_while(|&j| self.ends[j] <= until + SLACK)
+            .last()
+            .map_or(first, |j| j + 1);
+        first..last
+    }
+
+    /// Seconds from `from` until every flow of `active` is within
+    /// `tolerance` (a fraction) of `fair` in every interval for at least
+    /// `hold` seconds, all before `until`; None if that never happens.
+    pub fn convergence_time(
+        &self,
+        active: &[usize],
+        fair: f64,
+        (from, until): (f64, f64),
+        tolerance: f64,
+        hold: f64,
+    ) -> Option<f64> {
+        let span = self.within(from, until);
+        let fits = |j: usize| {
+            active
+                .iter()
+                .all(|&f| (self.rates[f][j] - fair).abs() <= tolerance * fair)
+        };
+        let mut run_start: Option<usize> = None;
+        for j in span {
+            if !fits(j) {
+                run_start = None;
+                continue;
+            }
+            let s = *run_start.get_or_insert(j);
+            if self.ends[j] - self.begin(s) >= hold - 1e-9 {
+                return Some((self.begin(s) - from).max(0.0));
+            }
+        }
+        None
+    }
+
+    /// Jain's index of the flows' mean rates over the intervals of `span`.
+    pub fn jain(&self, active: &[usize], span: Range<usize>) -> f64 {
+        let means: Vec<f64> = active
+            .iter()
+            .map(|&f| mean(&self.rates[f][span.clone()]))
+            .collect();
+        jain(&means)
+    }
+
+    /// The mean over `active` of each flow's coefficient of variation
+    /// (standard deviation over mean) across the intervals of `span`.
+    pub fn cov(&self, active: &[usize], span: Range<usize>) -> f64 {
+        let covs: Vec<f64> = active
+            .iter()
+            .map(|&f| cov(&self.rates[f][span.clone()]))
+            .collect();
+        mean(&covs)
+    }
+
+    /// Every flow's rates summed, averaged over the intervals of `span`.
+    pub fn total(&self, span: Range<usize>) -> f64 {
+        let n = span.len().max(1) as f64;
+        span.map(|j| self.rates.iter().map(|r| r[j]).sum::<f64>())
+            .sum::<f64>()
+            / n
+    }
+}
+
+pub fn mean(x: &[f64]) -> f64 {
+    if x.is_empty() {
+        return f64::NAN;
+    }
+    x.iter().sum::<f64>() / x.len() as f64
+}
+
+/// Standard deviation over mean (population), NaN for no values or a mean
+/// of 0.
+pub fn cov(x: &[f64]) -> f64 {
+    let m = mean(x);
+    if !(m > 0.0) {
+        return f64::NAN;
+    }
+    let var = x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / x.len() as f64;
+    var.sqrt() / m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 100 ms intervals over `secs`.
+    fn ends(secs: f64) -> Vec<f64> {
+        (1..=(secs * 10.0).round() as usize)
+            .map(|j| j as f64 / 10.0)
+            .collect()
+    }
+
+    #[test]
+    fn convergence_time_is_when_all_settle_for_the_hold() {
+        // Flow 0 has the link (100) alone for 2 s; flow 1 joins at 2 s and
+        // ramps by 10 per interval while flow 0 gives way, both at 50 from
+        // 2.4 s on. Within 10 % of 50 is 45..55: first met in the
+        // interval that starts at 2.4 s.
+        let e = ends(6.0);
+        let f0: Vec<f64> = (0..60)
+            .map(|j| if j < 20 { 100.0 } else { (100.0 - 10.0 * (j - 19) as f64).max(50.0) })
+            .collect();
+        let f1: Vec<f64> = (0..60)
+            .map(|j| if j < 20 { 0.0 } else { (10.0 * (j - 19) as f64).min(50.0) })
+            .collect();
+        let rates = vec![f0, f1];
+        let g = Grid { ends: &e, rates: &rates };
+        let t = g.convergence_time(&[0, 1], 50.0, (2.0, 6.0), 0.10, 1.0).unwrap();
+        assert!((t - 0.4).abs() < 1e-9, "{t}");
+        // A hold longer than what is left of the phase is never met.
+        assert_eq!(g.convergence_time(&[0, 1], 50.0, (2.0, 3.0), 0.10, 1.0), None);
+        // A looser one counts from earlier on the ramp (60 / 40 at 2.3 s).
+        let t = g.convergence_time(&[0, 1], 50.0, (2.0, 6.0), 0.25, 1.0).unwrap();
+        assert!((t - 0.3).abs() < 1e-9, "{t}");
+        // One interval out of band restarts the hold.
+        let mut rates = rates.clone();
+        rates[1][30] = 30.0;
+        let g = Grid { ends: &e, rates: &rates };
+        let t = g.convergence_time(&[0, 1], 50.0, (2.0, 6.0), 0.10, 1.0).unwrap();
+        assert!((t - 1.1).abs() < 1e-9, "{t}");
+    }
+
+    #[test]
+    fn jain_and_cov_of_known_shares() {
+        let e = ends(1.0);
+        let rates = vec![vec![30.0; 10], vec![10.0; 10], (0..10).map(|j| if j % 2 == 0 { 5.0 } else { 15.0 }).collect()];
+        let g = Grid { ends: &e, rates: &rates };
+        // Jain of 30 and 10: 40^2 / (2 x 1000) = 0.8.
+        assert!((g.jain(&[0, 1], 0..10) - 0.8).abs() < 1e-12);
+        assert!((g.jain(&[1, 2], 0..10) - 1.0).abs() < 1e-12);
+        // 5 / 15 alternating: sd 5, mean 10.
+        assert!((g.cov(&[2], 0..10) - 0.5).abs() < 1e-12);
+        assert!((g.cov(&[0, 2], 0..10) - 0.25).abs() < 1e-12);
+        assert!((g.total(0..10) - 50.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn intervals_within_a_phase() {
+        let e = ends(3.0);
+        let g = Grid { ends: &e, rates: &[] };
+        assert_eq!(g.within(1.0, 2.0), 10..20);
+        assert_eq!(g.within(0.0, 0.05), 0..0);
+        assert_eq!(g.within(2.5, 9.0), 25..30);
+    }
+}
