@@ -34,12 +34,12 @@ pub struct Phase {
 }
 
 impl Phase {
-    /// `+1 -> 3 flows`, `-1 -> 2 flows`, `start, 1 flow`.
+    /// `start -> 1 flow`, `+1 -> 3 flows`, `-1 -> 2 flows`.
     pub fn change(&self) -> String {
         let n = self.active.len();
         let flows = if n == 1 { "flow" } else { "flows" };
         match (self.joined.len(), self.left.len()) {
-            _ if self.start.is_zero() => format!("start, {n} {flows}"),
+            _ if self.start.is_zero() => format!("start -> {n} {flows}"),
             (j, 0) => format!("+{j} -> {n} {flows}"),
             (0, l) => format!("-{l} -> {n} {flows}"),
             (j, l) => format!("+{j} -{l} -> {n} {flows}"),
@@ -229,7 +229,7 @@ mod tests {
         assert_eq!(phases[5].left, vec![1]);
         assert_eq!(phases[5].change(), "-1 -> 4 flows");
         assert_eq!(phases[1].change(), "+1 -> 2 flows");
-        assert_eq!(phases[0].change(), "start, 1 flow");
+        assert_eq!(phases[0].change(), "start -> 1 flow");
         let flows = sch.flows("reno");
         assert_eq!(flows[0].stop, None);
         assert_eq!(flows[2].start, s(60));

@@ -483,6 +483,7 @@ fn ctrl_c_leaves_nothing_in_any_experiment() {
     for args in [
         &["ksweep", "--pairs", "100M@1ms", "--duration", "20"][..],
         &["sawtooth", "--quick", "--duration", "20"],
+        &["convergence", "--quick", "--join", "20s"],
         &["xdctcp", "--quick", "--duration", "20"],
         &["variants", "--quick", "--duration", "20"],
         &["incast", "--quick", "--rounds", "100000"],

@@ -58,7 +58,8 @@ pub struct ConvergenceArgs {
     /// dctcp:red).
     #[arg(long, value_delimiter = ',', value_parser = parse_variant, default_value = DEFAULT_VARIANTS)]
     pub variants: Vec<Variant>,
-    /// Senders (default 5, seed 000's; 3 with --quick).
+    /// Senders (default 5, seed 000's; 3 with --quick; with --schedule,
+    /// as many as it has entries).
     #[arg(long)]
     pub senders: Option<usize>,
     /// Time between joins: sender i starts at i x JOIN (default 30s, seed
@@ -101,7 +102,11 @@ pub struct ConvergenceArgs {
 impl ConvergenceArgs {
     pub fn config(&self) -> ConvergenceConfig {
         let q = self.quick;
-        let senders = self.senders.unwrap_or(if q { 3 } else { 5 });
+        let senders = self.senders.unwrap_or(match &self.schedule {
+            Some(s) => s.0.len(),
+            None if q => 3,
+            None => 5,
+        });
         let join = self.join.unwrap_or(Duration::from_secs(if q { 5 } else { 30 }));
         let leave = self.leave.unwrap_or(join);
         ConvergenceConfig {
@@ -223,6 +228,7 @@ pub struct PhaseResult {
     /// Over the whole phase, from the queue over time.
     pub queue_mean: f64,
     pub queue_p95: f64,
+    /// Data packets dropped.
     pub drops: u64,
 }
 
@@ -237,7 +243,10 @@ pub struct ConvRun {
     /// last byte less the flow's stop (flows that stop before the end).
     pub start_lag_s: Vec<Option<f64>>,
     pub stop_lag_s: Vec<Option<f64>>,
+    /// Data packets dropped (the phases' sum).
     pub drops: u64,
+    /// Every packet the switch dropped, the aborted flows' resets with them.
+    pub all_drops: u64,
     pub guard_repairs: (u64, u64, u64),
     pub rtt: RttMeasured,
     /// Each flow's rate per interval, Mbit/s, and when each interval ended.
@@ -279,6 +288,11 @@ impl ConvRun {
         self.changes().filter(|p| p.convergence_s.is_none()).count()
     }
 }
+
+/// Arrivals at least this long (on the wire) carry data: the resets of
+/// flows aborted at their stop (54 bytes, not ECN-capable, so a marker
+/// drops them above K) do not count as drops.
+const DATA_BYTES: u32 = 100;
 
 fn measure(
     cfg: &ConvergenceConfig,
@@ -333,10 +347,10 @@ fn measure(
         );
         data.samples
             .iter()
-            .filter(|s| (a..b).contains(&(s.ts_ns as f64)) && s.action >= 2)
+            .filter(|s| (a..b).contains(&(s.ts_ns as f64)) && s.action >= 2 && s.len >= DATA_BYTES)
             .count() as u64
     };
-    let phases = phases
+    let phases: Vec<PhaseResult> = phases
         .iter()
         .map(|p| {
             let (from, until) = (p.start.as_secs_f64(), p.end.as_secs_f64());
@@ -364,6 +378,7 @@ fn measure(
             }
         })
         .collect();
+    let data_drops = phases.iter().map(|p| p.drops).sum();
     let specs = cfg.schedule.flows("");
     // A flow that joins a standing queue never sees the base round trip:
     // only those that start with the run say what the path's RTT was.
@@ -392,7 +407,8 @@ fn measure(
             .zip(&specs)
             .map(|(f, s)| Some(f.last_byte_s? - s.stop?.as_secs_f64()))
             .collect(),
-        drops: o.drops,
+        drops: data_drops,
+        all_drops: o.drops,
         guard_repairs: o.guard_repairs,
         rtt,
         rates_mbps: rates
@@ -584,7 +600,8 @@ fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
          for full segments, over the number of flows) in every interval for {}; \"never\" when that did not \
          happen before the next change. Jain's index (of the flows' mean rates) and CoV (each flow's standard \
          deviation over its mean, averaged over the flows) over each phase's second half; the queue (over time) \
-         and drops over the whole phase. Marking runs at K = {}, buffer {} packets.\n",
+         and drops (of data packets: a flow that stops aborts its connection, and its resets, not ECN-capable, \
+         are dropped by a marker above K) over the whole phase. Marking runs at K = {}, buffer {} packets.\n",
         cfg.senders,
         phases.len(),
         cfg.schedule.end().as_secs_f64(),

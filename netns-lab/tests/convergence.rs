@@ -1,0 +1,199 @@
+//! `lab convergence --quick` end to end (100 Mbit/s at 500 us, 3 senders, a
+//! change every 5 s, bpf_dctcp on bpf-step at K = 20 against cubic and
+//! reno on a 425-packet drop-tail queue): the flows start and stop on
+//! time, DCTCP shares the link evenly from the start at a queue near K,
+//! TCP unevenly at a queue a deep buffer lets it build, and the summary
+//! shows what runs.json measured. Bad schedules are refused.
+
+use serde_json::Value;
+
+mod common;
+
+use common::{
+    assert_plots, assert_refused, json, lab, namespaces_with, require_root, row_numbers, serial,
+    stderr, tmpdir,
+};
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// The phases of two or more flows.
+fn shared(r: &Value) -> impl Iterator<Item = &Value> {
+    r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["flows"].as_u64().unwrap() >= 2)
+}
+
+fn min_jain(r: &Value) -> f64 {
+    shared(r).map(|p| num(&p["jain"])).fold(f64::INFINITY, f64::min)
+}
+
+/// Convergence after each change, the phase's length where never.
+fn changes(r: &Value) -> Vec<f64> {
+    r["phases"].as_array().unwrap()[1..]
+        .iter()
+        .map(|p| {
+            p["convergence_s"]
+                .as_f64()
+                .unwrap_or(num(&p["end_s"]) - num(&p["start_s"]))
+        })
+        .collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[(v.len() - 1) / 2]
+}
+
+/// Bounds from 6 quick runs on this kernel; each assertion names their
+/// spread.
+#[test]
+fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue() {
+    require_root();
+    let _serial = serial();
+    let before = namespaces_with("dl");
+    let out = tmpdir("convergence");
+    let o = lab(&["convergence", "--quick", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs = json(&out.join("runs.json"));
+    let runs = runs.as_array().unwrap();
+    let by = |v: &str| {
+        runs.iter()
+            .find(|r| r["variant"] == v)
+            .unwrap_or_else(|| panic!("no {v} run"))
+    };
+    let (dctcp, cubic, reno) = (
+        by("bpf_dctcp@bpf-step"),
+        by("cubic@droptail"),
+        by("reno@droptail"),
+    );
+
+    // The schedule as the receiver saw it: 0-5, 5-10, 10-15 (3 flows),
+    // 15-20, 20-25 s. Through DCTCP's short queue each flow's first byte
+    // came 5-6 ms after its start, its last 2-11 ms after its stop.
+    for (i, lag) in dctcp["start_lag_s"].as_array().unwrap().iter().enumerate() {
+        let lag = num(lag);
+        assert!((0.0..0.05).contains(&lag), "flow {i} started {lag} s late");
+    }
+    let stops: Vec<f64> = dctcp["stop_lag_s"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
+    assert_eq!(stops.len(), 2, "flows 1 and 2 stop before the end");
+    for lag in stops {
+        assert!((-0.05..0.05).contains(&lag), "a flow stopped {lag} s off");
+    }
+    for r in runs {
+        let ends: Vec<f64> = r["ends_s"].as_array().unwrap().iter().map(num).collect();
+        // First come, first gone.
+        let spans = [(0.0, 25.0), (5.0, 15.0), (10.0, 20.0)];
+        for (f, rates) in r["rates_mbps"].as_array().unwrap().iter().enumerate() {
+            let (from, to) = spans[f];
+            for (j, v) in rates.as_array().unwrap().iter().enumerate() {
+                let begin = if j == 0 { 0.0 } else { ends[j - 1] };
+                // Nothing before its start, nothing once a queue's drain
+                // after its stop is over (cubic's: 42-58 ms).
+                if ends[j] <= from || begin >= to + 0.2 {
+                    assert_eq!(num(v), 0.0, "{}: flow {f} at {}", r["variant"], ends[j]);
+                }
+            }
+        }
+        for p in r["phases"].as_array().unwrap() {
+            // Runs: 99.6-100 % in every phase's second half.
+            let share = num(&p["goodput_share"]);
+            assert!(share >= 0.97, "{}: {p}", r["variant"]);
+        }
+        // After the last leave the one flow left takes the link within
+        // half a second (runs: 0.0-0.1 s for all three).
+        let last = *changes(r).last().unwrap();
+        assert!(last <= 0.5, "{}: {last} s to take the freed link", r["variant"]);
+    }
+
+    // DCTCP shares evenly in every phase (min Jain 0.995-0.999 in six
+    // runs); cubic on a deep drop-tail queue does not within 5 s (0.54-0.84)
+    // and never settles within 10 % for 1 s after a join or leave with
+    // flows left to share (18 of 18 changes). DCTCP converges no slower.
+    assert!(min_jain(dctcp) >= 0.98, "DCTCP min Jain {}", min_jain(dctcp));
+    assert!(min_jain(cubic) <= 0.95, "cubic min Jain {}", min_jain(cubic));
+    let (dc, cu) = (changes(dctcp), changes(cubic));
+    assert!(
+        median(dc.clone()) <= median(cu.clone()),
+        "DCTCP {dc:?} against cubic {cu:?}"
+    );
+    // Queues: DCTCP's mean per phase 16.0-24.5 (K = 20); TCP's 224-397,
+    // at least 9 times DCTCP's largest in every run.
+    let q = |r: &Value| -> Vec<f64> {
+        r["phases"].as_array().unwrap().iter().map(|p| num(&p["queue_mean"])).collect()
+    };
+    let dq = q(dctcp);
+    assert!(dq.iter().all(|m| (12.0..=30.0).contains(m)), "DCTCP {dq:?}");
+    let top = dq.iter().copied().fold(0.0, f64::max);
+    for r in [cubic, reno] {
+        let tq = q(r);
+        assert!(tq.iter().all(|m| *m >= 5.0 * top), "{}: {tq:?} against DCTCP's {dq:?}", r["variant"]);
+        // Runs: cubic 51-74, reno 150-369 drops (of every packet).
+        assert!(r["drops"].as_u64().unwrap() >= 10, "{}", r["variant"]);
+    }
+    // DCTCP loses no data: its windows (receivers' cap 64 packets each)
+    // never fill the 425-packet buffer. The marker drops only the resets of
+    // the flows that stop (runs: 0-4 of them).
+    assert_eq!(dctcp["drops"], 0, "{}", dctcp["drops"]);
+
+    // The summary's rows carry runs.json's figures.
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for r in [dctcp, cubic, reno] {
+        let cells = row_numbers(&summary, &format!("| {} |", r["variant"].as_str().unwrap()));
+        let never = r["phases"].as_array().unwrap()[1..]
+            .iter()
+            .filter(|p| p["convergence_s"].is_null())
+            .count();
+        let cov: Vec<f64> = shared(r).map(|p| num(&p["cov"])).collect();
+        let cov = cov.iter().sum::<f64>() / cov.len() as f64;
+        // (figure, the unit of its last printed digit)
+        let expect = [
+            (median(changes(r)), 0.1),
+            (never as f64, 1.0),
+            (4.0, 1.0),
+            (cov, 1e-3),
+            (min_jain(r), 1e-3),
+            (num(&r["drops"]), 1.0),
+        ];
+        assert_eq!(cells.len(), expect.len(), "{cells:?}");
+        for (c, (e, unit)) in cells.iter().zip(expect) {
+            assert!((c - e).abs() <= unit / 2.0 + 1e-9, "{}: row {cells:?}, runs.json {expect:?}", r["variant"]);
+        }
+    }
+    for csv in ["rates.csv", "phases.csv"] {
+        let text = std::fs::read_to_string(out.join(csv)).unwrap();
+        let header = text.lines().next().unwrap().split(',').count();
+        assert!(text.lines().skip(1).all(|l| l.split(',').count() == header), "{csv}");
+    }
+    assert_plots(&out, &["rates_100M.png", "convergence.png"]);
+    assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn convergence_refuses_bad_schedules_before_anything_is_built() {
+    require_root();
+    let _serial = serial();
+    assert_refused(&[
+        (&["convergence", "--schedule", "0-10+5-20"], "overlap"),
+        (&["convergence", "--schedule", "0-10,-2-8"], "is not a time"),
+        (&["convergence", "--schedule", "0-10,8-4"], "stops before it starts"),
+        (
+            &["convergence", "--schedule", "0-10,0-10,0-10", "--senders", "2"],
+            "3 entries for 2 senders",
+        ),
+        (&["convergence", "--schedule", "1-10"], "no flow starts at 0"),
+        (&["convergence", "--join", "500ms"], "not longer than --hold"),
+        (&["convergence", "--senders", "0"], "1 to 16"),
+        (&["convergence", "--tolerance", "0"], "above 0 and below 100"),
+        (&["convergence", "--variants", "bpf_dctcp:nosuch"], "backend `nosuch`"),
+    ]);
+}
