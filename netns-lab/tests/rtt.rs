@@ -225,6 +225,35 @@ fn ctrl_c_and_sigkill_take_the_delay_element_along() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// `lab cleanup` (without --all) removes only what dead labs left: a lab
+/// that is running keeps its namespaces and its delay element, and still
+/// finishes its run cleanly after it.
+#[test]
+fn cleanup_leaves_a_running_lab_alone() {
+    require_root();
+    let _serial = serial();
+    let before = lab_namespaces();
+    let out = tmpdir("cleanup-running");
+    let child = spawn_long_lab(&out);
+    wait_for_element("a running lab");
+    std::thread::sleep(Duration::from_secs(1));
+    let running = lab_namespaces();
+    assert!(running > before, "the lab built no namespaces");
+    let o = lab(&["cleanup"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(lab_namespaces(), running, "cleanup took a running lab's namespaces");
+    assert_eq!(delaylines(), 1, "cleanup took a running lab's delay element");
+    std::thread::sleep(Duration::from_secs(1));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("No such"), "the lab lost something under it: {}", stderr(&o));
+    assert_eq!(lab_namespaces(), before, "the lab left namespaces");
+    assert_eq!(delaylines(), 0);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// `lab doctor` says which delay backend this kernel gets: the element
 /// wherever AF_PACKET and tc mirred are (every kernel the lab runs on), and
 /// netem only where sch_netem loads; this kernel has none.

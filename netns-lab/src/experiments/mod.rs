@@ -197,6 +197,19 @@ pub fn table_header(s: &mut String, columns: &[&str]) {
     let _ = writeln!(s, "|{}", " --- |".repeat(columns.len()));
 }
 
+/// A summary's sentence on the guard's repairs (ssthresh, cwnd, holds) in
+/// each labelled run that had any.
+pub fn repairs_line(runs: impl Iterator<Item = (String, (u64, u64, u64))>) -> String {
+    let v: Vec<String> = runs
+        .filter(|(_, r)| *r != (0, 0, 0))
+        .map(|(label, r)| format!("{label}: {r:?}"))
+        .collect();
+    format!(
+        "Guard repairs (README \"Known issue\"): {}.",
+        if v.is_empty() { "none in any run".to_string() } else { v.join("; ") }
+    )
+}
+
 /// `(s, c, h)` guard repairs as a note for a run's line, empty if none.
 pub fn repairs_note(r: (u64, u64, u64)) -> String {
     match r {

@@ -25,7 +25,7 @@ use crate::cc::Algorithms;
 use crate::cctrace::CcTrace;
 use crate::delay::{DelayBackend, RoundTrip, Rtt};
 use crate::experiments::queue::SEGMENT_BYTES;
-use crate::experiments::{repairs_note, run_scenario, table_header, Pair};
+use crate::experiments::{repairs_line, repairs_note, run_scenario, table_header, Pair};
 use crate::oscillation::{self, Cycles, Period, Synchrony};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
@@ -728,16 +728,11 @@ fn summary(cfg: &SawtoothConfig, runs: &[SawRun]) -> String {
     let _ = writeln!(s, "\n## Beside seed 000\n\nThe seed: {SEED_SAYS}.\n");
     let _ = writeln!(
         s,
-        "Guard repairs (README \"Known issue\"): {}.\n",
-        match runs
-            .iter()
-            .filter(|r| r.guard_repairs != (0, 0, 0))
-            .map(|r| format!("{}, N = {}: {:?}", r.pair.label(), r.flows, r.guard_repairs))
-            .collect::<Vec<_>>()
-        {
-            v if v.is_empty() => "none in any run".to_string(),
-            v => v.join("; "),
-        }
+        "{}\n",
+        repairs_line(
+            runs.iter()
+                .map(|r| (format!("{}, N = {}", r.pair.label(), r.flows), r.guard_repairs))
+        )
     );
     let _ = writeln!(
         s,
