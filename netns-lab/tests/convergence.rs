@@ -31,16 +31,20 @@ fn min_jain(r: &Value) -> f64 {
     shared(r).map(|p| num(&p["jain"])).fold(f64::INFINITY, f64::min)
 }
 
-/// Convergence after each change, the phase's length where never.
-fn changes(r: &Value) -> Vec<f64> {
+/// Convergence after each change per interval (`convergence_s`) or on
+/// means (`smoothed_s`), the phase's length where never.
+fn changes(r: &Value, key: &str) -> Vec<f64> {
     r["phases"].as_array().unwrap()[1..]
         .iter()
-        .map(|p| {
-            p["convergence_s"]
-                .as_f64()
-                .unwrap_or(num(&p["end_s"]) - num(&p["start_s"]))
-        })
+        .map(|p| p[key].as_f64().unwrap_or(num(&p["end_s"]) - num(&p["start_s"])))
         .collect()
+}
+
+fn never(r: &Value, key: &str) -> usize {
+    r["phases"].as_array().unwrap()[1..]
+        .iter()
+        .filter(|p| p[key].is_null())
+        .count()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -110,23 +114,25 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue() {
         }
         // After the last leave the one flow left takes the link within
         // half a second (runs: 0.0-0.1 s for all three).
-        let last = *changes(r).last().unwrap();
+        let last = *changes(r, "convergence_s").last().unwrap();
         assert!(last <= 0.5, "{}: {last} s to take the freed link", r["variant"]);
     }
 
-    // DCTCP shares evenly in every phase (min Jain 0.995-0.999 in six
-    // runs); cubic on a deep drop-tail queue does not within 5 s (0.54-0.84)
-    // and never settles within 10 % for 1 s after a join or leave with
-    // flows left to share (18 of 18 changes). DCTCP converges no slower.
-    assert!(min_jain(dctcp) >= 0.98, "DCTCP min Jain {}", min_jain(dctcp));
-    assert!(min_jain(cubic) <= 0.95, "cubic min Jain {}", min_jain(cubic));
-    let (dc, cu) = (changes(dctcp), changes(cubic));
-    assert!(
-        median(dc.clone()) <= median(cu.clone()),
-        "DCTCP {dc:?} against cubic {cu:?}"
-    );
-    // Queues: DCTCP's mean per phase 16.0-24.5 (K = 20); TCP's 224-397,
-    // at least 9 times DCTCP's largest in every run.
+    // DCTCP shares evenly in every phase (min Jain 0.978-0.999 in eleven
+    // runs), cubic on a deep drop-tail queue does not within 5 s (0.54-0.84;
+    // DCTCP's above it by 0.14-0.46).
+    let (dj, cj) = (min_jain(dctcp), min_jain(cubic));
+    assert!(dj >= 0.95, "DCTCP min Jain {dj}");
+    assert!(dj >= cj + 0.05, "DCTCP min Jain {dj} against cubic's {cj}");
+    // On 1 s means DCTCP's flows are within 10 % of the fair share for 1 s
+    // at once after most changes (median 0.0 s in five runs), cubic's never
+    // after a change that leaves two or more flows (median: the phase's
+    // 5 s in all five): the paper's order reversed, as the README says.
+    let (dc, cu) = (changes(dctcp, "smoothed_s"), changes(cubic, "smoothed_s"));
+    assert!(median(dc.clone()) <= 1.0, "DCTCP on means {dc:?}");
+    assert!(median(cu.clone()) >= 2.5, "cubic on means {cu:?}");
+    // Queues: DCTCP's mean per phase 16.0-24.5 (K = 20); TCP's 210-397,
+    // at least 8 times DCTCP's largest in every run.
     let q = |r: &Value| -> Vec<f64> {
         r["phases"].as_array().unwrap().iter().map(|p| num(&p["queue_mean"])).collect()
     };
@@ -136,7 +142,7 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue() {
     for r in [cubic, reno] {
         let tq = q(r);
         assert!(tq.iter().all(|m| *m >= 5.0 * top), "{}: {tq:?} against DCTCP's {dq:?}", r["variant"]);
-        // Runs: cubic 51-74, reno 150-369 drops (of every packet).
+        // Runs: cubic 47-74, reno 150-398 data packets dropped.
         assert!(r["drops"].as_u64().unwrap() >= 10, "{}", r["variant"]);
     }
     // DCTCP loses no data: its windows (receivers' cap 64 packets each)
@@ -148,20 +154,19 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue() {
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     for r in [dctcp, cubic, reno] {
         let cells = row_numbers(&summary, &format!("| {} |", r["variant"].as_str().unwrap()));
-        let never = r["phases"].as_array().unwrap()[1..]
-            .iter()
-            .filter(|p| p["convergence_s"].is_null())
-            .count();
         let cov: Vec<f64> = shared(r).map(|p| num(&p["cov"])).collect();
         let cov = cov.iter().sum::<f64>() / cov.len() as f64;
         // (figure, the unit of its last printed digit)
         let expect = [
-            (median(changes(r)), 0.1),
-            (never as f64, 1.0),
+            (median(changes(r, "convergence_s")), 0.1),
+            (median(changes(r, "smoothed_s")), 0.1),
+            (never(r, "convergence_s") as f64, 1.0),
+            (never(r, "smoothed_s") as f64, 1.0),
             (4.0, 1.0),
             (cov, 1e-3),
             (min_jain(r), 1e-3),
             (num(&r["drops"]), 1.0),
+            (num(&r["all_drops"]), 1.0),
         ];
         assert_eq!(cells.len(), expect.len(), "{cells:?}");
         for (c, (e, unit)) in cells.iter().zip(expect) {
@@ -191,7 +196,8 @@ fn convergence_refuses_bad_schedules_before_anything_is_built() {
             "3 entries for 2 senders",
         ),
         (&["convergence", "--schedule", "1-10"], "no flow starts at 0"),
-        (&["convergence", "--join", "500ms"], "not longer than --hold"),
+        (&["convergence", "--join", "1500ms"], "not longer than --hold"),
+        (&["convergence", "--smooth", "20s"], "to 10 s"),
         (&["convergence", "--senders", "0"], "1 to 16"),
         (&["convergence", "--tolerance", "0"], "above 0 and below 100"),
         (&["convergence", "--variants", "bpf_dctcp:nosuch"], "backend `nosuch`"),

@@ -28,9 +28,9 @@ use crate::experiments::{repairs_line, repairs_note, run_scenario, table_header}
 use crate::fairness::{Criterion, Grid};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
-use crate::scenario::{RunData, Scenario};
+use crate::scenario::{Outcome, RunData, Scenario};
 use crate::schedule::{parse_time, Phase, Schedule};
-use crate::stats::weighted_summary;
+use crate::stats::{weighted_summary, Summary};
 use crate::theory::{goodput_bps, PAYLOAD_SHARE};
 use crate::units::{fmt_rate, parse_rate, rate_tag};
 
@@ -345,16 +345,10 @@ impl ConvRun {
 /// drops them above K) do not count as drops.
 const DATA_BYTES: u32 = 100;
 
-fn measure(
-    cfg: &ConvergenceConfig,
-    v: &Variant,
-    rate_bps: u64,
-    phases: &[Phase],
-    data: &RunData,
-) -> ConvRun {
-    let o = &data.outcome;
+/// Each flow's rate (bit/s) per interval, and when the intervals ended.
+fn flow_rates(o: &Outcome) -> (Vec<f64>, Vec<Vec<f64>>) {
     let ends = o.flows.first().map(|f| f.series_end_s.clone()).unwrap_or_default();
-    let rates: Vec<Vec<f64>> = o
+    let rates = o
         .flows
         .iter()
         .map(|f| {
@@ -368,23 +362,23 @@ fn measure(
                 .collect()
         })
         .collect();
-    let grid = Grid {
-        ends: &ends,
-        rates: &rates,
-    };
-    let link = goodput_bps(rate_bps);
-    let criterion = |smooth| Criterion {
-        tolerance: cfg.tolerance,
-        hold: cfg.hold.as_secs_f64(),
-        smooth,
-    };
-    // The queue's steps count from the first tick, which closed the
-    // first interval.
-    let q0 = ends.first().copied().unwrap_or(0.0);
-    let queue_in = |from: f64, until: f64| {
-        let mut t = q0;
+    (ends, rates)
+}
+
+/// The switch's records between two times of the schedule. Its clock
+/// starts at the first tick (`t0` seconds into the run), which opened the
+/// measurement window at `window_start_ns` on the probes' clock.
+struct SwitchRecord<'a> {
+    data: &'a RunData,
+    t0: f64,
+}
+
+impl SwitchRecord<'_> {
+    /// The queue over time between `from` and `until`.
+    fn queue(&self, from: f64, until: f64) -> Summary {
+        let mut t = self.t0;
         let mut pairs = Vec::new();
-        for &(q, held) in &data.queue_steps {
+        for &(q, held) in &self.data.queue_steps {
             let (a, b) = (t.max(from), (t + held).min(until));
             if b > a {
                 pairs.push((f64::from(q), b - a));
@@ -395,16 +389,43 @@ fn measure(
             }
         }
         weighted_summary(&pairs)
-    };
-    let drops_in = |from: f64, until: f64| {
-        let (a, b) = (
-            data.window_start_ns as f64 + (from - q0) * 1e9,
-            data.window_start_ns as f64 + (until - q0) * 1e9,
-        );
-        data.samples
+    }
+
+    /// Data packets dropped between `from` and `until`: by a marker, or
+    /// at a full queue as the probe foresaw it.
+    fn drops(&self, from: f64, until: f64) -> u64 {
+        let ns = |t: f64| self.data.window_start_ns as f64 + (t - self.t0) * 1e9;
+        let window = ns(from)..ns(until);
+        self.data
+            .samples
             .iter()
-            .filter(|s| (a..b).contains(&(s.ts_ns as f64)) && s.action >= 2 && s.len >= DATA_BYTES)
+            .filter(|s| window.contains(&(s.ts_ns as f64)) && s.action >= 2 && s.len >= DATA_BYTES)
             .count() as u64
+    }
+}
+
+fn measure(
+    cfg: &ConvergenceConfig,
+    v: &Variant,
+    rate_bps: u64,
+    phases: &[Phase],
+    data: &RunData,
+) -> ConvRun {
+    let o = &data.outcome;
+    let (ends, rates) = flow_rates(o);
+    let grid = Grid {
+        ends: &ends,
+        rates: &rates,
+    };
+    let link = goodput_bps(rate_bps);
+    let criterion = |smooth| Criterion {
+        tolerance: cfg.tolerance,
+        hold: cfg.hold.as_secs_f64(),
+        smooth,
+    };
+    let switch = SwitchRecord {
+        data,
+        t0: ends.first().copied().unwrap_or(0.0),
     };
     let phases: Vec<PhaseResult> = phases
         .iter()
@@ -413,7 +434,7 @@ fn measure(
             let n = p.active.len();
             let fair = link / n as f64;
             let steady = grid.within((from + until) / 2.0, until);
-            let q = queue_in(from, until);
+            let q = switch.queue(from, until);
             PhaseResult {
                 start_s: from,
                 end_s: until,
@@ -431,7 +452,7 @@ fn measure(
                 goodput_share: grid.total(steady) / link,
                 queue_mean: q.mean,
                 queue_p95: q.p95,
-                drops: drops_in(from, until),
+                drops: switch.drops(from, until),
             }
         })
         .collect();
@@ -670,8 +691,11 @@ fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
          jitter of windows a few packets wide (a one-packet change is 10-20 % of a flow's rate here) keeps \
          flows out of a 10 % band per interval long after they share the link evenly. Jain's index (of the flows' mean rates) and CoV (each flow's standard \
          deviation over its mean, averaged over the flows) over each phase's second half; the queue (over time) \
-         and drops (of data packets: a flow that stops aborts its connection, and its resets, not ECN-capable, \
-         are dropped by a marker above K) over the whole phase. Marking runs at K = {}, buffer {} packets.\n",
+         and drops over the whole phase. Drops per phase are the queue probe's count of data packets: a marker's \
+         drops exactly, tail drops as the probe foresees them from the queue it reads (a few per cent over the \
+         qdisc's own count, which the algorithm table gives beside them for the whole run); a flow that stops \
+         aborts its connection, and its resets, not ECN-capable, are dropped by a marker above K but are not \
+         data. Marking runs at K = {}, buffer {} packets.\n",
         cfg.senders,
         phases.len(),
         cfg.schedule.end().as_secs_f64(),
@@ -703,7 +727,7 @@ fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
                 "never: per interval / on means",
                 "mean CoV (2+ flows)",
                 "min Jain",
-                "drops",
+                "drops: data (probe) / all (qdisc, marker)",
             ],
         );
         for r in &mine {
@@ -715,7 +739,7 @@ fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
                 .fold(f64::INFINITY, f64::min);
             let _ = writeln!(
                 s,
-                "| {} | {} / {} | {} / {} of {} | {:.3} | {:.3} | {} |",
+                "| {} | {} / {} | {} / {} of {} | {:.3} | {:.3} | {} / {} |",
                 r.variant,
                 secs(r.median_convergence(false)),
                 secs(r.median_convergence(true)),
@@ -724,7 +748,8 @@ fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
                 r.changes().count(),
                 r.mean_cov(),
                 min_jain,
-                r.drops
+                r.drops,
+                r.all_drops
             );
         }
         let _ = writeln!(s);
@@ -769,7 +794,9 @@ fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
     let _ = writeln!(s, "## Beside the paper\n\nThe paper: {PAPER_SAYS}.\n");
     for &rate in &cfg.rates_bps {
         let mine: Vec<&ConvRun> = runs.iter().filter(|r| r.rate_bps == rate).collect();
-        let _ = writeln!(s, "- {}", verdict(rate, &mine));
+        for v in verdicts(rate, &mine) {
+            let _ = writeln!(s, "- {v}");
+        }
     }
     let _ = writeln!(
         s,
@@ -812,12 +839,17 @@ fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
     s
 }
 
-/// Whether DCTCP converged slower and varied less than the TCPs at `rate`.
-fn verdict(rate: u64, runs: &[&ConvRun]) -> String {
-    let (dctcp, tcp): (Vec<&&ConvRun>, Vec<&&ConvRun>) = runs.iter().partition(|r| r.is_dctcp);
-    let (Some(d), false) = (dctcp.first(), tcp.is_empty()) else {
-        return format!("{}: no DCTCP and TCP runs to compare.", fmt_rate(rate));
-    };
+/// Whether each DCTCP converged slower and varied less than the TCPs at
+/// `rate`, a sentence each.
+fn verdicts(rate: u64, runs: &[&ConvRun]) -> Vec<String> {
+    let (dctcp, tcp): (Vec<&ConvRun>, Vec<&ConvRun>) = runs.iter().partition(|r| r.is_dctcp);
+    if dctcp.is_empty() || tcp.is_empty() {
+        return vec![format!("{}: no DCTCP and TCP runs to compare.", fmt_rate(rate))];
+    }
+    dctcp.iter().map(|d| verdict(rate, d, &tcp)).collect()
+}
+
+fn verdict(rate: u64, d: &ConvRun, tcp: &[&ConvRun]) -> String {
     let others = |f: &dyn Fn(&ConvRun) -> String| -> String {
         tcp.iter()
             .map(|r| format!("{} {}", r.variant, f(r)))
