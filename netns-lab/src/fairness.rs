@@ -156,46 +156,94 @@ mod tests {
         // interval that starts at 2.4 s.
         let e = ends(6.0);
         let f0: Vec<f64> = (0..60)
-            .map(|j| if j < 20 { 100.0 } else { (100.0 - 10.0 * (j - 19) as f64).max(50.0) })
+            .map(|j| {
+                if j < 20 {
+                    100.0
+                } else {
+                    (100.0 - 10.0 * (j - 19) as f64).max(50.0)
+                }
+            })
             .collect();
         let f1: Vec<f64> = (0..60)
-            .map(|j| if j < 20 { 0.0 } else { (10.0 * (j - 19) as f64).min(50.0) })
+            .map(|j| {
+                if j < 20 {
+                    0.0
+                } else {
+                    (10.0 * (j - 19) as f64).min(50.0)
+                }
+            })
             .collect();
         let rates = vec![f0, f1];
-        let g = Grid { ends: &e, rates: &rates };
-        let t = g.convergence_time(&[0, 1], 50.0, (2.0, 6.0), c(0.10, 1)).unwrap();
+        let g = Grid {
+            ends: &e,
+            rates: &rates,
+        };
+        let t = g
+            .convergence_time(&[0, 1], 50.0, (2.0, 6.0), c(0.10, 1))
+            .unwrap();
         assert!((t - 0.4).abs() < 1e-9, "{t}");
         // A hold longer than what is left of the phase is never met.
-        assert_eq!(g.convergence_time(&[0, 1], 50.0, (2.0, 3.0), c(0.10, 1)), None);
+        assert_eq!(
+            g.convergence_time(&[0, 1], 50.0, (2.0, 3.0), c(0.10, 1)),
+            None
+        );
         // A looser one counts from earlier on the ramp (60 / 40 at 2.3 s).
-        let t = g.convergence_time(&[0, 1], 50.0, (2.0, 6.0), c(0.25, 1)).unwrap();
+        let t = g
+            .convergence_time(&[0, 1], 50.0, (2.0, 6.0), c(0.25, 1))
+            .unwrap();
         assert!((t - 0.3).abs() < 1e-9, "{t}");
         // One interval out of band restarts the hold.
         let mut rates = rates.clone();
         rates[1][30] = 30.0;
-        let g = Grid { ends: &e, rates: &rates };
-        let t = g.convergence_time(&[0, 1], 50.0, (2.0, 6.0), c(0.10, 1)).unwrap();
+        let g = Grid {
+            ends: &e,
+            rates: &rates,
+        };
+        let t = g
+            .convergence_time(&[0, 1], 50.0, (2.0, 6.0), c(0.10, 1))
+            .unwrap();
         assert!((t - 1.1).abs() < 1e-9, "{t}");
         // Over 5-interval means the blip (20 under in one interval, 4 in
         // the mean) stays within 10 %: the means first fit for the window
         // 2.2-2.7 s (flow 1: 30, 40, 50, 50, 50 -> 44, out; 2.3-2.8: 46).
-        let t = g.convergence_time(&[0, 1], 50.0, (2.0, 6.0), c(0.10, 5)).unwrap();
+        let t = g
+            .convergence_time(&[0, 1], 50.0, (2.0, 6.0), c(0.10, 5))
+            .unwrap();
         assert!((t - 0.3).abs() < 1e-9, "{t}");
         // A flow that alternates 40 / 60 never fits per interval at 10 %,
         // and always does in 2-interval means.
-        let alt: Vec<f64> = (0..60).map(|j| if j % 2 == 0 { 40.0 } else { 60.0 }).collect();
+        let alt: Vec<f64> = (0..60)
+            .map(|j| if j % 2 == 0 { 40.0 } else { 60.0 })
+            .collect();
         let rates = vec![alt.clone(), alt.iter().map(|r| 100.0 - r).collect()];
-        let g = Grid { ends: &e, rates: &rates };
-        assert_eq!(g.convergence_time(&[0, 1], 50.0, (2.0, 6.0), c(0.10, 1)), None);
-        let t = g.convergence_time(&[0, 1], 50.0, (2.0, 6.0), c(0.10, 2)).unwrap();
+        let g = Grid {
+            ends: &e,
+            rates: &rates,
+        };
+        assert_eq!(
+            g.convergence_time(&[0, 1], 50.0, (2.0, 6.0), c(0.10, 1)),
+            None
+        );
+        let t = g
+            .convergence_time(&[0, 1], 50.0, (2.0, 6.0), c(0.10, 2))
+            .unwrap();
         assert!(t.abs() < 1e-9, "{t}");
     }
 
     #[test]
     fn jain_and_cov_of_known_shares() {
         let e = ends(1.0);
-        let rates = vec![vec![30.0; 10], vec![10.0; 10], (0..10).map(|j| if j % 2 == 0 { 5.0 } else { 15.0 }).collect()];
-        let g = Grid { ends: &e, rates: &rates };
+        let rates = vec![
+            vec![30.0; 10],
+            vec![10.0; 10],
+            (0..10)
+                .map(|j| if j % 2 == 0 { 5.0 } else { 15.0 })
+                .collect(),
+        ];
+        let g = Grid {
+            ends: &e,
+            rates: &rates,
+        };
         // Jain of 30 and 10: 40^2 / (2 x 1000) = 0.8.
         assert!((g.jain(&[0, 1], 0..10) - 0.8).abs() < 1e-12);
         assert!((g.jain(&[1, 2], 0..10) - 1.0).abs() < 1e-12);
@@ -208,7 +256,10 @@ mod tests {
     #[test]
     fn intervals_within_a_phase() {
         let e = ends(3.0);
-        let g = Grid { ends: &e, rates: &[] };
+        let g = Grid {
+            ends: &e,
+            rates: &[],
+        };
         assert_eq!(g.within(1.0, 2.0), 10..20);
         assert_eq!(g.within(0.0, 0.05), 0..0);
         assert_eq!(g.within(2.5, 9.0), 25..30);

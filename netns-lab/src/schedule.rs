@@ -221,8 +221,20 @@ mod tests {
         let sch = Schedule::staggered(5, s(30), s(30));
         sch.validate(5).unwrap();
         assert_eq!(sch.end(), s(270));
-        assert_eq!(sch.0[1], vec![Span { start: s(30), stop: s(150) }]);
-        assert_eq!(sch.0[4], vec![Span { start: s(120), stop: s(240) }]);
+        assert_eq!(
+            sch.0[1],
+            vec![Span {
+                start: s(30),
+                stop: s(150)
+            }]
+        );
+        assert_eq!(
+            sch.0[4],
+            vec![Span {
+                start: s(120),
+                stop: s(240)
+            }]
+        );
         let phases = sch.phases();
         let counts: Vec<usize> = phases.iter().map(|p| p.active.len()).collect();
         assert_eq!(counts, vec![1, 2, 3, 4, 5, 4, 3, 2, 1]);
@@ -244,7 +256,10 @@ mod tests {
         sch.validate(2).unwrap();
         let p = sch.phases();
         // 0-2: 1 flow, 2-4: 2, 4-6: 1, 6-8: 2, 8-10: 1.
-        assert_eq!(p.iter().map(|p| p.active.len()).collect::<Vec<_>>(), vec![1, 2, 1, 2, 1]);
+        assert_eq!(
+            p.iter().map(|p| p.active.len()).collect::<Vec<_>>(),
+            vec![1, 2, 1, 2, 1]
+        );
     }
 
     #[test]

@@ -10,8 +10,8 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_plots, assert_refused, json, lab, namespaces_with, require_root, row_numbers, serial,
-    stderr, tmpdir,
+    assert_csv, assert_plots, assert_refused, json, lab, namespaces_with, require_root,
+    row_numbers, serial, stderr, tmpdir,
 };
 
 fn num(v: &Value) -> f64 {
@@ -28,7 +28,9 @@ fn shared(r: &Value) -> impl Iterator<Item = &Value> {
 }
 
 fn min_jain(r: &Value) -> f64 {
-    shared(r).map(|p| num(&p["jain"])).fold(f64::INFINITY, f64::min)
+    shared(r)
+        .map(|p| num(&p["jain"]))
+        .fold(f64::INFINITY, f64::min)
 }
 
 /// Convergence after each change per interval (`convergence_s`) or on
@@ -36,7 +38,11 @@ fn min_jain(r: &Value) -> f64 {
 fn changes(r: &Value, key: &str) -> Vec<f64> {
     r["phases"].as_array().unwrap()[1..]
         .iter()
-        .map(|p| p[key].as_f64().unwrap_or(num(&p["end_s"]) - num(&p["start_s"])))
+        .map(|p| {
+            p[key]
+                .as_f64()
+                .unwrap_or(num(&p["end_s"]) - num(&p["start_s"]))
+        })
         .collect()
 }
 
@@ -115,7 +121,11 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue() {
         // After the last leave the one flow left takes the link within
         // half a second (runs: 0.0-0.1 s for all three).
         let last = *changes(r, "convergence_s").last().unwrap();
-        assert!(last <= 0.5, "{}: {last} s to take the freed link", r["variant"]);
+        assert!(
+            last <= 0.5,
+            "{}: {last} s to take the freed link",
+            r["variant"]
+        );
     }
 
     // DCTCP shares evenly in every phase (min Jain 0.978-0.999 in eleven
@@ -134,14 +144,23 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue() {
     // Queues: DCTCP's mean per phase 16.0-24.5 (K = 20); TCP's 210-397,
     // at least 8 times DCTCP's largest in every run.
     let q = |r: &Value| -> Vec<f64> {
-        r["phases"].as_array().unwrap().iter().map(|p| num(&p["queue_mean"])).collect()
+        r["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| num(&p["queue_mean"]))
+            .collect()
     };
     let dq = q(dctcp);
     assert!(dq.iter().all(|m| (12.0..=30.0).contains(m)), "DCTCP {dq:?}");
     let top = dq.iter().copied().fold(0.0, f64::max);
     for r in [cubic, reno] {
         let tq = q(r);
-        assert!(tq.iter().all(|m| *m >= 5.0 * top), "{}: {tq:?} against DCTCP's {dq:?}", r["variant"]);
+        assert!(
+            tq.iter().all(|m| *m >= 5.0 * top),
+            "{}: {tq:?} against DCTCP's {dq:?}",
+            r["variant"]
+        );
         // Runs: cubic 47-74, reno 150-398 data packets dropped.
         assert!(r["drops"].as_u64().unwrap() >= 10, "{}", r["variant"]);
     }
@@ -170,14 +189,14 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue() {
         ];
         assert_eq!(cells.len(), expect.len(), "{cells:?}");
         for (c, (e, unit)) in cells.iter().zip(expect) {
-            assert!((c - e).abs() <= unit / 2.0 + 1e-9, "{}: row {cells:?}, runs.json {expect:?}", r["variant"]);
+            assert!(
+                (c - e).abs() <= unit / 2.0 + 1e-9,
+                "{}: row {cells:?}, runs.json {expect:?}",
+                r["variant"]
+            );
         }
     }
-    for csv in ["rates.csv", "phases.csv"] {
-        let text = std::fs::read_to_string(out.join(csv)).unwrap();
-        let header = text.lines().next().unwrap().split(',').count();
-        assert!(text.lines().skip(1).all(|l| l.split(',').count() == header), "{csv}");
-    }
+    assert_csv(&out, &["rates.csv", "phases.csv"]);
     assert_plots(&out, &["rates_100M.png", "convergence.png"]);
     assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
     let _ = std::fs::remove_dir_all(&out);
@@ -190,16 +209,37 @@ fn convergence_refuses_bad_schedules_before_anything_is_built() {
     assert_refused(&[
         (&["convergence", "--schedule", "0-10+5-20"], "overlap"),
         (&["convergence", "--schedule", "0-10,-2-8"], "is not a time"),
-        (&["convergence", "--schedule", "0-10,8-4"], "stops before it starts"),
         (
-            &["convergence", "--schedule", "0-10,0-10,0-10", "--senders", "2"],
+            &["convergence", "--schedule", "0-10,8-4"],
+            "stops before it starts",
+        ),
+        (
+            &[
+                "convergence",
+                "--schedule",
+                "0-10,0-10,0-10",
+                "--senders",
+                "2",
+            ],
             "3 entries for 2 senders",
         ),
-        (&["convergence", "--schedule", "1-10"], "no flow starts at 0"),
-        (&["convergence", "--join", "1500ms"], "not longer than --hold"),
+        (
+            &["convergence", "--schedule", "1-10"],
+            "no flow starts at 0",
+        ),
+        (
+            &["convergence", "--join", "1500ms"],
+            "not longer than --hold",
+        ),
         (&["convergence", "--smooth", "20s"], "to 10 s"),
         (&["convergence", "--senders", "0"], "1 to 16"),
-        (&["convergence", "--tolerance", "0"], "above 0 and below 100"),
-        (&["convergence", "--variants", "bpf_dctcp:nosuch"], "backend `nosuch`"),
+        (
+            &["convergence", "--tolerance", "0"],
+            "above 0 and below 100",
+        ),
+        (
+            &["convergence", "--variants", "bpf_dctcp:nosuch"],
+            "backend `nosuch`",
+        ),
     ]);
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_plots, assert_refused, json, lab, namespaces_with, require_root, serial, stderr, tmpdir,
+    assert_csv, assert_plots, assert_refused, json, lab, namespaces_with, require_root, serial, stderr, tmpdir,
 };
 
 /// Bounds from 8 quick runs on this kernel; each assertion names their spread.
@@ -75,12 +75,7 @@ fn sawtooth_peaks_near_k_plus_n_with_unsynchronized_flows() {
         f(two, &["queue", "cycles", "amplitude"])
     );
     assert!(summary.contains(&row), "{row} not in\n{summary}");
-    let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
-    let header = csv.lines().next().unwrap().split(',').count();
-    assert!(
-        csv.lines().skip(1).all(|l| l.split(',').count() == header),
-        "{csv}"
-    );
+    assert_csv(&out, &["runs.csv"]);
     assert_plots(
         &out,
         &[

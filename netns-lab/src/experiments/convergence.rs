@@ -113,7 +113,9 @@ impl ConvergenceArgs {
             None if q => 3,
             None => 5,
         });
-        let join = self.join.unwrap_or(Duration::from_secs(if q { 5 } else { 30 }));
+        let join = self
+            .join
+            .unwrap_or(Duration::from_secs(if q { 5 } else { 30 }));
         let leave = self.leave.unwrap_or(join);
         ConvergenceConfig {
             rates_bps: self.rates.clone().unwrap_or_else(|| {
@@ -161,7 +163,10 @@ const MAX_SENDERS: usize = 16;
 
 impl ConvergenceConfig {
     pub fn validate(&self) -> Result<()> {
-        ensure!(!self.rates_bps.is_empty(), "--rates: give at least one rate");
+        ensure!(
+            !self.rates_bps.is_empty(),
+            "--rates: give at least one rate"
+        );
         ensure!(!self.variants.is_empty(), "--variants: give at least one");
         ensure!(
             (1..=MAX_SENDERS).contains(&self.senders),
@@ -215,7 +220,9 @@ impl ConvergenceConfig {
 
     /// `--smooth` in intervals.
     fn smooth_intervals(&self) -> usize {
-        (self.smooth.as_secs_f64() / self.interval.as_secs_f64()).round().max(1.0) as usize
+        (self.smooth.as_secs_f64() / self.interval.as_secs_f64())
+            .round()
+            .max(1.0) as usize
     }
 
     fn bottleneck(&self, v: &Variant, rate_bps: u64) -> Result<Bottleneck> {
@@ -336,7 +343,9 @@ impl ConvRun {
 
     /// Changes after which the flows never settled.
     pub fn unconverged(&self, smoothed: bool) -> usize {
-        self.changes().filter(|p| p.time(smoothed).is_none()).count()
+        self.changes()
+            .filter(|p| p.time(smoothed).is_none())
+            .count()
     }
 }
 
@@ -347,7 +356,11 @@ const DATA_BYTES: u32 = 100;
 
 /// Each flow's rate (bit/s) per interval, and when the intervals ended.
 fn flow_rates(o: &Outcome) -> (Vec<f64>, Vec<Vec<f64>>) {
-    let ends = o.flows.first().map(|f| f.series_end_s.clone()).unwrap_or_default();
+    let ends = o
+        .flows
+        .first()
+        .map(|f| f.series_end_s.clone())
+        .unwrap_or_default();
     let rates = o
         .flows
         .iter()
@@ -497,7 +510,11 @@ fn measure(
     }
 }
 
-pub fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<ConvRun>> {
+pub fn run(
+    cfg: &ConvergenceConfig,
+    out: &ResultsDir,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<ConvRun>> {
     cfg.validate()?;
     out.write_json("config.json", cfg)?;
     let names: Vec<String> = cfg.variants.iter().map(|v| v.cc.clone()).collect();
@@ -521,7 +538,12 @@ pub fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) ->
                 short_flows: None,
                 rwnd_clamp_bytes: v.marks().then(|| cfg.window_cap(rate) * SEGMENT_BYTES),
             };
-            let msg = format!("run {}/{total}: {} at {}", runs.len() + 1, v.label(), fmt_rate(rate));
+            let msg = format!(
+                "run {}/{total}: {} at {}",
+                runs.len() + 1,
+                v.label(),
+                fmt_rate(rate)
+            );
             let data = run_scenario(&scn, algorithms.ours(&v.cc), msg, stop)?;
             let r = measure(cfg, v, rate, &phases, &data);
             eprintln!("{}{}", line(&r), repairs_note(r.guard_repairs));
@@ -679,7 +701,10 @@ fn plot_convergence(out: &ResultsDir, cfg: &ConvergenceConfig, runs: &[ConvRun])
 
 fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# Convergence as flows come and go (seed 000, paper Fig. 16)\n");
+    let _ = writeln!(
+        s,
+        "# Convergence as flows come and go (seed 000, paper Fig. 16)\n"
+    );
     let phases = cfg.schedule.phases();
     let _ = writeln!(
         s,
@@ -805,12 +830,27 @@ fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
          adds its drain, and a joining flow's handshake and first data wait in the queue it joins). The round \
          trip above is that of the flows that start with the run: those that join later find a queue.\n"
     );
-    table_header(&mut s, &["run", "first byte after start (ms)", "last byte after stop (ms)"]);
+    table_header(
+        &mut s,
+        &[
+            "run",
+            "first byte after start (ms)",
+            "last byte after stop (ms)",
+        ],
+    );
     for r in runs {
         let range = |v: &[Option<f64>]| {
             let v: Vec<f64> = v.iter().flatten().map(|t| t * 1e3).collect();
-            let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
-            if v.is_empty() { "-".into() } else { format!("{lo:.0} to {hi:.0}") }
+            let (lo, hi) = v
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+                    (a.min(x), b.max(x))
+                });
+            if v.is_empty() {
+                "-".into()
+            } else {
+                format!("{lo:.0} to {hi:.0}")
+            }
         };
         let _ = writeln!(
             s,
@@ -825,10 +865,10 @@ fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
     let _ = writeln!(
         s,
         "{}\n",
-        repairs_line(
-            runs.iter()
-                .map(|r| (format!("{} at {}", r.variant, fmt_rate(r.rate_bps)), r.guard_repairs))
-        )
+        repairs_line(runs.iter().map(|r| (
+            format!("{} at {}", r.variant, fmt_rate(r.rate_bps)),
+            r.guard_repairs
+        )))
     );
     let _ = writeln!(
         s,
@@ -844,7 +884,10 @@ fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
 fn verdicts(rate: u64, runs: &[&ConvRun]) -> Vec<String> {
     let (dctcp, tcp): (Vec<&ConvRun>, Vec<&ConvRun>) = runs.iter().partition(|r| r.is_dctcp);
     if dctcp.is_empty() || tcp.is_empty() {
-        return vec![format!("{}: no DCTCP and TCP runs to compare.", fmt_rate(rate))];
+        return vec![format!(
+            "{}: no DCTCP and TCP runs to compare.",
+            fmt_rate(rate)
+        )];
     }
     dctcp.iter().map(|d| verdict(rate, d, &tcp)).collect()
 }
@@ -918,7 +961,11 @@ mod tests {
         assert_eq!(cfg.senders, 5);
         assert_eq!(cfg.schedule.end(), Duration::from_secs(270));
         assert_eq!(cfg.schedule.phases().len(), 9);
-        let quick = ConvergenceArgs { quick: true, ..args() }.config();
+        let quick = ConvergenceArgs {
+            quick: true,
+            ..args()
+        }
+        .config();
         quick.validate().unwrap();
         assert_eq!(quick.schedule.end(), Duration::from_secs(25));
     }
@@ -926,11 +973,23 @@ mod tests {
     #[test]
     fn bad_settings_are_refused() {
         let bad = |a: ConvergenceArgs| a.config().validate().is_err();
-        assert!(bad(ConvergenceArgs { senders: Some(0), ..args() }));
-        assert!(bad(ConvergenceArgs { tolerance: 0.0, ..args() }));
-        assert!(bad(ConvergenceArgs { hold: Duration::from_millis(10), ..args() }));
+        assert!(bad(ConvergenceArgs {
+            senders: Some(0),
+            ..args()
+        }));
+        assert!(bad(ConvergenceArgs {
+            tolerance: 0.0,
+            ..args()
+        }));
+        assert!(bad(ConvergenceArgs {
+            hold: Duration::from_millis(10),
+            ..args()
+        }));
         // A phase shorter than the hold.
-        assert!(bad(ConvergenceArgs { join: Some(Duration::from_millis(800)), ..args() }));
+        assert!(bad(ConvergenceArgs {
+            join: Some(Duration::from_millis(800)),
+            ..args()
+        }));
         assert!(bad(ConvergenceArgs {
             schedule: Some(Schedule::parse("0-10,2-8,4-6").unwrap()),
             senders: Some(2),

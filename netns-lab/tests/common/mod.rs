@@ -83,6 +83,20 @@ pub fn assert_plots(dir: &std::path::Path, names: &[&str]) {
     }
 }
 
+/// Each of `names` in `dir` is a CSV with rows, every row as many fields
+/// as its header.
+pub fn assert_csv(dir: &std::path::Path, names: &[&str]) {
+    for name in names {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let header = text.lines().next().unwrap_or_default().split(',').count();
+        assert!(text.lines().count() > 1, "{name}: no rows");
+        assert!(
+            text.lines().skip(1).all(|l| l.split(',').count() == header),
+            "{name}: {text}"
+        );
+    }
+}
+
 /// Namespaces under /run/netns whose name starts with `prefix`.
 pub fn namespaces_with(prefix: &str) -> usize {
     std::fs::read_dir("/run/netns")
