@@ -98,9 +98,10 @@ enum Command {
     /// or any --schedule. bpf_dctcp on bpf-step at K against cubic and reno
     /// on droptail, at 100 Mbit/s (RTT 500us) and 1 Gbit/s (100us). After
     /// each change: the time until every flow stays within --tolerance of
-    /// the fair share for --hold; over each phase: Jain's index, each
-    /// flow's coefficient of variation, the queue and drops. The paper:
-    /// DCTCP converges a few round trips slower, with less variability.
+    /// the fair share for --hold, per --interval and on --smooth means;
+    /// over each phase: Jain's index, each flow's coefficient of variation,
+    /// the queue and drops. The paper: DCTCP converges a few round trips
+    /// slower, with less variability.
     /// Writes results/convergence/<timestamp>/: rates_<rate>.png (the
     /// paper's figure), convergence.png, rates.csv, phases.csv, summary.md.
     Convergence(netns_lab::experiments::convergence::ConvergenceArgs),
