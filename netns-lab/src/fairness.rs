@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use crate::stats::jain;
+use crate::stats::{cov, jain, mean};
 
 /// When flows count as converged: each within `tolerance` (a fraction) of
 /// the fair share, in every interval or in the mean of every `smooth`
@@ -109,24 +109,6 @@ impl Grid<'_> {
             .sum::<f64>()
             / n
     }
-}
-
-pub fn mean(x: &[f64]) -> f64 {
-    if x.is_empty() {
-        return f64::NAN;
-    }
-    x.iter().sum::<f64>() / x.len() as f64
-}
-
-/// Standard deviation over mean (population), NaN for no values or a mean
-/// of 0.
-pub fn cov(x: &[f64]) -> f64 {
-    let m = mean(x);
-    if !(m > 0.0) {
-        return f64::NAN;
-    }
-    let var = x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / x.len() as f64;
-    var.sqrt() / m
 }
 
 #[cfg(test)]

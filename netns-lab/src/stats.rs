@@ -88,6 +88,25 @@ pub fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
     out
 }
 
+/// The arithmetic mean, NaN for no values.
+pub fn mean(x: &[f64]) -> f64 {
+    if x.is_empty() {
+        return f64::NAN;
+    }
+    x.iter().sum::<f64>() / x.len() as f64
+}
+
+/// Standard deviation over mean (population), NaN for no values or a mean
+/// of 0.
+pub fn cov(x: &[f64]) -> f64 {
+    let m = mean(x);
+    if !(m > 0.0) {
+        return f64::NAN;
+    }
+    let var = x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / x.len() as f64;
+    var.sqrt() / m
+}
+
 /// Jain's fairness index of allocations: 1 when equal, 1/n when one takes all.
 pub fn jain(x: &[f64]) -> f64 {
     let s: f64 = x.iter().sum();

@@ -331,7 +331,7 @@ impl ConvRun {
 
     /// Mean coefficient of variation over the phases of two or more flows.
     pub fn mean_cov(&self) -> f64 {
-        crate::fairness::mean(
+        crate::stats::mean(
             &self
                 .phases
                 .iter()
