@@ -71,6 +71,7 @@ static __always_inline bool dctcp_core_init(struct sock *sk, const struct dctcp_
 		ca->ce_state = 0;
 		ca->flags = DCTCP_FLAG_LIVE;
 		ca->acks = 0;
+		ca->injected = 0;
 		dctcp_reset(tp, ca);
 		__sync_fetch_and_add(&stats->sockets, 1);
 		__sync_fetch_and_add(&stats->inits, 1);
@@ -298,11 +299,13 @@ static __always_inline void dctcp_core_guard(struct sock *sk, struct dctcp_stats
 	     ssthresh >= DCTCP_CWND_SANE)) {
 		tp->snd_ssthresh = ssthresh = dctcp_expected_ssthresh(sk);
 		__sync_fetch_and_add(&stats->ssthresh_repairs, 1);
+		dctcp_trace_repair(sk, DCTCP_REPAIR_SSTHRESH, stats);
 	}
 	if (tp->snd_cwnd >= DCTCP_CWND_SANE) {
 		tp->snd_cwnd = ssthresh < DCTCP_CWND_SANE ? max(ssthresh, 2U) :
 							    max(dctcp_expected_ssthresh(sk), 2U);
 		__sync_fetch_and_add(&stats->cwnd_repairs, 1);
+		dctcp_trace_repair(sk, DCTCP_REPAIR_CWND, stats);
 	}
 	/* The aftermath of a burst: far more in flight than the window the
 	 * reduction started from, which cwnd never allows. PRR would keep
@@ -322,6 +325,7 @@ static __always_inline void dctcp_core_guard(struct sock *sk, struct dctcp_stats
 		if (in_flight > bound && tp->snd_cwnd > ssthresh && ssthresh < DCTCP_CWND_SANE) {
 			tp->snd_cwnd = max(ssthresh, 2U);
 			__sync_fetch_and_add(&stats->inflight_holds, 1);
+			dctcp_trace_repair(sk, DCTCP_REPAIR_INFLIGHT, stats);
 		}
 	}
 }

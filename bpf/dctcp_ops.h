@@ -97,6 +97,13 @@ u32 DCTCP_BPF_PROG(DCTCP_PROG(ssthresh), struct sock *sk)
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 cwnd = tp->snd_cwnd, ssthresh = dctcp_core_ssthresh(sk, dctcp_algo_reduction(sk));
 
+	/* Fault injection: what the 6.18 issue stores, for the guard (which
+	 * runs in set_state right after) to repair where anyone can watch. */
+	if (params.inject_ssthresh && dctcp_ca(sk)->injected < params.inject_ssthresh) {
+		dctcp_ca(sk)->injected++;
+		return DCTCP_BOGUS_SSTHRESH;
+	}
+
 	/* Seed 002 (b): a "reduction" that cut nothing keeps the growth
 	 * counter tcp_init_cwnd_reduction() just zeroed, so growth stays linear. */
 	if (dctcp_feature(DCTCP_F_CWR_GROWTH) && ssthresh >= cwnd)

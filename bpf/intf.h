@@ -59,7 +59,13 @@ struct dctcp_params {
 	u64 short_bytes;   /* xDCTCP: a flow is short until it has sent this many bytes */
 	u32 g_ack;         /* kdctcp with DCTCP_F_PER_ACK_ALPHA: gain per ACK, 1/DCTCP_ONE */
 	u32 features;      /* kdctcp: DCTCP_F_* */
+	u32 inject_ssthresh; /* fault injection: a flow's first N reductions hand the kernel
+			      * DCTCP_BOGUS_SSTHRESH, for the guard to repair (0: off) */
 };
+
+/* What this project's 6.18 guests were seen to store as ssthresh (the low
+ * half of a return address in the SRSO thunk; README, Known issue). */
+#define DCTCP_BOGUS_SSTHRESH 0x81104110U
 
 /* Counters of a loaded instance, section ".data.stats", pinned as "stats". */
 struct dctcp_stats {
@@ -100,6 +106,14 @@ enum dctcp_event_type {
 	DCTCP_EV_ACK = 4,      /* cwnd sample on an ACK */
 	DCTCP_EV_STATE = 5,    /* congestion state change (value: the new TCP_CA_* state) */
 	DCTCP_EV_FALLBACK = 6, /* no ECN: handed to the Reno fallback */
+	DCTCP_EV_REPAIR = 7,   /* the guard repaired the window (value: enum dctcp_repair) */
+};
+
+/* What dctcp_core_guard repaired, in DCTCP_EV_REPAIR's value. */
+enum dctcp_repair {
+	DCTCP_REPAIR_SSTHRESH = 1, /* impossible ssthresh recomputed */
+	DCTCP_REPAIR_CWND = 2,     /* impossible cwnd reset */
+	DCTCP_REPAIR_INFLIGHT = 3, /* sending held: far more in flight than the reduction began with */
 };
 
 /* A flow, as every event names it: the socket's own view (local = s*). */
@@ -130,7 +144,7 @@ struct dctcp_event {
 	u32 win_delivered;    /* DCTCP_EV_WINDOW: packets in the window just ended */
 	u32 win_delivered_ce; /* ... of them ECE-echoed: F = win_delivered_ce / win_delivered */
 	u32 reduction;    /* n of the flow's last reduction, cwnd (1 - n alpha), 1/DCTCP_ONE; 0: none yet */
-	u32 _pad2;
+	u32 acks;         /* ACKs of this socket counted while per-ACK tracing was on */
 	u64 bytes_acked;
 	u64 bytes_sent;   /* tp->bytes_sent: what xDCTCP classifies flows by */
 };
@@ -152,11 +166,12 @@ struct dctcp_state {
 	u32 ce_state;         /* receiver: was the last segment CE-marked */
 	u32 loss_cwnd;        /* cwnd before the last reduction, for undo */
 	u32 flags;            /* DCTCP_FLAG_* */
-	u32 acks;             /* ACKs seen, for DCTCP_TRACE_ACK sampling */
+	u32 acks;             /* ACKs seen while DCTCP_TRACE_ACK was on: its sampling */
 	u32 reduction;        /* n of the last reduction, 1/DCTCP_ONE (0: none yet) */
 	u32 ack_delivered;    /* kdctcp: tp->delivered at the previous ACK */
 	u32 cwnd_cnt;         /* kdctcp: snd_cwnd_cnt after the last growth step */
 	u32 grown;            /* kdctcp: segments added to ssthresh in this CWR */
+	u32 injected;         /* reductions given DCTCP_BOGUS_SSTHRESH (inject_ssthresh) */
 };
 
 /* One socket as seen by the flows iterator (bpf/flows.bpf.c). */

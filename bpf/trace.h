@@ -57,7 +57,7 @@ static __always_inline void dctcp_emit(struct sock *sk, u8 type, u8 value, u32 w
 	e->win_delivered = win_delivered;
 	e->win_delivered_ce = win_delivered_ce;
 	e->reduction = ((struct dctcp_state *)inet_csk_ca(sk))->reduction;
-	e->_pad2 = 0;
+	e->acks = ((struct dctcp_state *)inet_csk_ca(sk))->acks;
 	e->bytes_acked = tp->bytes_acked;
 	e->bytes_sent = tp->bytes_sent;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
@@ -71,14 +71,23 @@ static __always_inline void dctcp_trace_flow(struct sock *sk, u8 type, u8 value,
 		dctcp_emit(sk, type, value, 0, 0, stats);
 }
 
-/* Every ack_every-th ACK of the socket, when per-ACK tracing is on. */
+/* A repair by dctcp_core_guard, with the window as repaired. */
+static __always_inline void dctcp_trace_repair(struct sock *sk, u8 what, struct dctcp_stats *stats)
+{
+	if (dctcp_tracing(DCTCP_TRACE_WINDOW | DCTCP_TRACE_ACK))
+		dctcp_emit(sk, DCTCP_EV_REPAIR, what, 0, 0, stats);
+}
+
+/* Every ack_every-th ACK of the socket, when per-ACK tracing is on. Counting
+ * only then keeps the common path free of it; every event carries the count,
+ * so a reader can check the sampling. */
 static __always_inline void dctcp_trace_ack(struct sock *sk, u32 *acks, struct dctcp_stats *stats)
 {
 	u32 every = trace.ack_every;
 
 	if (!dctcp_tracing(DCTCP_TRACE_ACK))
 		return;
-	if (every > 1 && ++*acks % every)
+	if (++*acks % (every ?: 1))
 		return;
 	dctcp_emit(sk, DCTCP_EV_ACK, 0, 0, 0, stats);
 }

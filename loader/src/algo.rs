@@ -82,6 +82,19 @@ const G: ParamSpec = fraction!(
     "EWMA gain of alpha per window, alpha = (1 - g) alpha + g F"
 );
 
+/// Fault injection, in every algorithm: shows the guard repairing the value
+/// the 6.18 issue stores (README, Known issue) on any kernel.
+pub const INJECT_SSTHRESH: ParamSpec = ParamSpec {
+    name: "inject_ssthresh",
+    kind: Kind::Int,
+    min: 0,
+    max: u32::MAX as u64,
+    help: "fault injection: each flow's first N reductions return an impossible ssthresh \
+           (0x81104110) for the guard to repair (default 0: off)",
+    get: |p| p.inject_ssthresh.into(),
+    set: |p, v| p.inject_ssthresh = v as u32,
+};
+
 const DCTCP_PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "shift_g",
@@ -94,6 +107,7 @@ const DCTCP_PARAMS: &[ParamSpec] = &[
         set: |p, v| p.g = DCTCP_ONE >> v,
     },
     ALPHA_ON_INIT,
+    INJECT_SSTHRESH,
 ];
 
 const XDCTCP_PARAMS: &[ParamSpec] = &[
@@ -120,6 +134,7 @@ const XDCTCP_PARAMS: &[ParamSpec] = &[
         set: |p, v| p.short_bytes = v,
     },
     ALPHA_ON_INIT,
+    INJECT_SSTHRESH,
 ];
 
 macro_rules! feature {
@@ -171,6 +186,7 @@ const KDCTCP_PARAMS: &[ParamSpec] = &[
         "1: alpha resolution 1/2^20 instead of 1/2^10"
     ),
     ALPHA_ON_INIT,
+    INJECT_SSTHRESH,
 ];
 
 impl Algo {

@@ -74,7 +74,11 @@ pub enum Command {
         /// flows cut cwnd to cwnd (1 - n alpha)), short_bytes (1048576: short
         /// until this much was sent), alpha_on_init. kdctcp: g (0.0625), g_ack
         /// (0.00390625), per_ack_alpha, progressive, cwr_growth, fine_alpha (0
-        /// or 1, all 0: DCTCP), alpha_on_init.
+        /// or 1, all 0: DCTCP), alpha_on_init. Every algorithm: inject_ssthresh
+        /// (0: off; N: each flow's first N reductions return the impossible
+        /// ssthresh this README's Known issue describes, to watch the guard
+        /// repair it: `loader trace` shows `repair` events, `loader list` the
+        /// counts).
         #[arg(long = "param", value_name = "NAME=VALUE")]
         params: Vec<Assignment>,
         /// How the registration is held: a struct_ops link (Linux 6.4+) or

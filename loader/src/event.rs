@@ -11,9 +11,12 @@ use serde::Serialize;
 use crate::flows::{alpha_fraction, ca_state_name, local_end, remote_end};
 use crate::intf::{
     dctcp_event, dctcp_event_type_DCTCP_EV_ACK as EV_ACK, dctcp_event_type_DCTCP_EV_END as EV_END,
-    dctcp_event_type_DCTCP_EV_FALLBACK as EV_FALLBACK, dctcp_event_type_DCTCP_EV_START as EV_START,
+    dctcp_event_type_DCTCP_EV_FALLBACK as EV_FALLBACK, dctcp_event_type_DCTCP_EV_REPAIR as EV_REPAIR,
+    dctcp_event_type_DCTCP_EV_START as EV_START,
     dctcp_event_type_DCTCP_EV_STATE as EV_STATE, dctcp_event_type_DCTCP_EV_WINDOW as EV_WINDOW,
-    dctcp_flow_key, DCTCP_ONE,
+    dctcp_flow_key, dctcp_repair_DCTCP_REPAIR_CWND as DCTCP_REPAIR_CWND,
+    dctcp_repair_DCTCP_REPAIR_INFLIGHT as DCTCP_REPAIR_INFLIGHT,
+    dctcp_repair_DCTCP_REPAIR_SSTHRESH as DCTCP_REPAIR_SSTHRESH, DCTCP_ONE,
 };
 
 const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
@@ -23,7 +26,7 @@ const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 pub struct Event {
     /// CLOCK_MONOTONIC, nanoseconds.
     pub ts_ns: u64,
-    /// start, end, window, ack, state, fallback.
+    /// start, end, window, ack, state, fallback, repair.
     pub event: &'static str,
     pub netns: u32,
     pub local: Arc<str>,
@@ -32,6 +35,9 @@ pub struct Event {
     pub ca_state: &'static str,
     /// For `state`: the state entered.
     pub new_state: Option<&'static str>,
+    /// For `repair`: what the guard repaired (ssthresh, cwnd, inflight), with
+    /// cwnd and ssthresh as repaired.
+    pub repair: Option<&'static str>,
     pub cwnd: u32,
     pub ssthresh: Option<u32>,
     /// 0..1.
@@ -49,6 +55,9 @@ pub struct Event {
     pub reduction: Option<f64>,
     pub bytes_acked: u64,
     pub bytes_sent: u64,
+    /// ACKs of this socket counted while per-ACK tracing was on: consecutive
+    /// `ack` rows of a socket differ by --ack-every.
+    pub acks: u32,
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -58,12 +67,12 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 impl Event {
     pub const CSV_HEADER: &'static str = "ts_ns,event,netns,local,remote,ca_state,new_state,\
         cwnd,ssthresh,alpha,fraction_marked,srtt_us,mss,delivered,delivered_ce,win_delivered,\
-        win_delivered_ce,reduction,bytes_acked,bytes_sent";
+        win_delivered_ce,reduction,bytes_acked,bytes_sent,acks,repair";
 
     /// One CSV row in CSV_HEADER's order; empty cells for absent values.
     pub fn csv_row(&self) -> String {
         format!(
-            "{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.ts_ns,
             self.event,
             self.netns,
@@ -83,8 +92,19 @@ impl Event {
             self.win_delivered_ce,
             opt(self.reduction.map(|n| format!("{n:.5}"))),
             self.bytes_acked,
-            self.bytes_sent
+            self.bytes_sent,
+            self.acks,
+            self.repair.unwrap_or_default()
         )
+    }
+}
+
+fn repair_name(what: u8) -> &'static str {
+    match u32::from(what) {
+        DCTCP_REPAIR_SSTHRESH => "ssthresh",
+        DCTCP_REPAIR_CWND => "cwnd",
+        DCTCP_REPAIR_INFLIGHT => "inflight",
+        _ => "?",
     }
 }
 
@@ -96,6 +116,7 @@ pub fn type_name(t: u8) -> &'static str {
         EV_ACK => "ack",
         EV_STATE => "state",
         EV_FALLBACK => "fallback",
+        EV_REPAIR => "repair",
         _ => "?",
     }
 }
@@ -132,6 +153,7 @@ impl Event {
             remote,
             ca_state: ca_state_name(e.ca_state),
             new_state: (u32::from(e.type_) == EV_STATE).then(|| ca_state_name(e.value)),
+            repair: (u32::from(e.type_) == EV_REPAIR).then(|| repair_name(e.value)),
             cwnd: e.cwnd,
             ssthresh: (e.ssthresh < TCP_INFINITE_SSTHRESH).then_some(e.ssthresh),
             alpha: alpha_fraction(e.alpha),
@@ -146,6 +168,7 @@ impl Event {
             reduction: (e.reduction > 0).then(|| f64::from(e.reduction) / f64::from(DCTCP_ONE)),
             bytes_acked: e.bytes_acked,
             bytes_sent: e.bytes_sent,
+            acks: e.acks,
         }
     }
 }

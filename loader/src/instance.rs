@@ -191,10 +191,10 @@ macro_rules! load_algorithm {
             use_link,
         )?;
 
-        skel.maps.data_params.pin(dir.params())?;
-        skel.maps.data_stats.pin(dir.stats())?;
-        skel.maps.data_trace.pin(dir.trace())?;
-        skel.maps.events.pin(dir.events())?;
+        pin_map(&mut skel.maps.data_params, &dir.params())?;
+        pin_map(&mut skel.maps.data_stats, &dir.stats())?;
+        pin_map(&mut skel.maps.data_trace, &dir.trace())?;
+        pin_map(&mut skel.maps.events, &dir.events())?;
         Ok::<(), anyhow::Error>(())
     }};
 }
@@ -245,6 +245,11 @@ fn load(
             use_link
         ),
     }
+}
+
+fn pin_map(map: &mut libbpf_rs::MapMut<'_>, pin: &Path) -> Result<()> {
+    map.pin(pin)
+        .with_context(|| format!("pinning {}", pin.display()))
 }
 
 fn clear_link_flag(map: &mut OpenMapMut<'_>) -> Result<()> {

@@ -126,10 +126,11 @@ pub fn apply(algo: Algo, params: &mut dctcp_params, assignments: &[Assignment]) 
     Ok(())
 }
 
-/// `shift_g=4 alpha_on_init=1024`
+/// `shift_g=4 alpha_on_init=1024`; fault injection only when it is on.
 pub fn describe(algo: Algo, params: &dctcp_params) -> String {
     algo.params()
         .iter()
+        .filter(|p| p.name != crate::algo::INJECT_SSTHRESH.name || (p.get)(params) != 0)
         .map(|p| format!("{}={}", p.name, p.display(params)))
         .collect::<Vec<_>>()
         .join(" ")

@@ -312,3 +312,45 @@ fn xdctcp_and_kdctcp_attach_beside_dctcp_with_their_own_parameters() {
         "{out}"
     );
 }
+
+/// A step of attach that fails after the kernel holds both registrations is
+/// rolled back: nothing registered, nothing pinned. The failure is real: the
+/// attach's staging directory (named after its pid, which `exec` keeps) is
+/// made beforehand with a map pinned where the instance's `stats` goes, so
+/// pinning it fails with EEXIST once both struct_ops are registered.
+#[test]
+fn attach_failing_after_registration_rolls_everything_back() {
+    require_root();
+    for mode in ["link", "map"] {
+        let name = format!("t_rb_{mode}");
+        let script = format!(
+            "d=/sys/fs/bpf/dctcp-bpf/+attaching-{name}-$$ && mkdir -p $d && \
+             bpftool map create $d/stats type array key 4 value 4 entries 1 name t_rb_block && \
+             exec \"$0\" attach --algo dctcp --name {name} --mode {mode}"
+        );
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script, env!("CARGO_BIN_EXE_loader")])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {err}");
+        assert!(
+            err.contains("pinning") && err.contains("stats") && err.contains("exists"),
+            "{mode}: the error names the failed step: {err}"
+        );
+        assert!(
+            !registered(&name) && !registered(&format!("{name}_reno")),
+            "{mode}: a registration outlived the failed attach"
+        );
+        let left: Vec<String> = std::fs::read_dir("/sys/fs/bpf/dctcp-bpf")
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(&name))
+            .collect();
+        assert!(left.is_empty(), "{mode}: left in bpffs: {left:?}");
+        assert!(
+            !loader_ok(&["list"]).contains(&name),
+            "{mode}: listed after the failed attach"
+        );
+    }
+}

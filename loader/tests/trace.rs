@@ -127,6 +127,17 @@ fn trace_writes_one_sides_sampled_acks_as_csv_to_a_file() {
         rows.iter().filter(|r| r[event] == "ack").count() > 10,
         "too few ACK rows"
     );
+    // One ACK in four, exactly: the socket's ACK count steps by 4 from row
+    // to row (the ring refused nothing, see below).
+    let (local, acks) = (col("local"), col("acks"));
+    let mut last: std::collections::HashMap<&str, u64> = Default::default();
+    for r in rows.iter().filter(|r| r[event] == "ack") {
+        let n: u64 = r[acks].parse().unwrap();
+        assert_eq!(n % 4, 0, "{r:?}");
+        if let Some(prev) = last.insert(r[local], n) {
+            assert_eq!(n - prev, 4, "sampling skipped or repeated ACKs: {r:?}");
+        }
+    }
     // Every event the filter let through is in the file, and fewer than
     // were seen (the server's side went).
     let line = err.lines().find(|l| l.contains("events seen")).unwrap();
@@ -134,7 +145,8 @@ fn trace_writes_one_sides_sampled_acks_as_csv_to_a_file() {
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|w| w.parse().ok())
         .collect();
-    let (seen, written) = (nums[0], nums[3]);
+    let (seen, dropped, written) = (nums[0], nums[1], nums[3]);
+    assert_eq!(dropped, 0, "{line}");
     assert_eq!(rows.len() as u64, written, "{line}");
     assert!(written < seen, "{line}");
 }
