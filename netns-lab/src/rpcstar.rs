@@ -243,6 +243,8 @@ impl RpcStar {
                 sent_packets: q1.sent_packets - q0.sent_packets,
                 drops: q1.drops - q0.drops,
                 marks: q1.marks - q0.marks,
+                // A level, not a count: what was queued at the end.
+                ..q1.clone()
             },
             marks: (m1 - m0) + (q1.marks - q0.marks),
             worker_cpu_s: w1 - w0,

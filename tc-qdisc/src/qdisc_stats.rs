@@ -16,6 +16,10 @@ pub struct QdiscCounters {
     pub drops: u64,
     /// ECN marks made by the qdisc (red `marked`, fq_codel `ce_mark`).
     pub marks: u64,
+    /// Queued in the root's tree when read: packets, and bytes as the
+    /// qdisc counts them (qdisc_pkt_len).
+    pub qlen: u64,
+    pub backlog_bytes: u64,
 }
 
 fn num(v: &Value, key: &str) -> u64 {
@@ -39,5 +43,7 @@ pub fn read(ns: &str, dev: &str) -> Result<QdiscCounters> {
             .iter()
             .map(|q| num(q, "marked") + num(q, "ce_mark"))
             .sum(),
+        qlen: num(root, "qlen"),
+        backlog_bytes: num(root, "backlog"),
     })
 }
