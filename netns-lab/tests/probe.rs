@@ -118,7 +118,7 @@ fn the_pins_report_the_qdiscs_own_backlog() {
         ticks.len()
     );
     // Averaged over the ticks, the two agree within the few packets the link
-    // sends while `tc` runs (five runs, 2026-11-25: 2.4-2.7 of 357).
+    // sends while `tc` runs (five runs, 2026-11-25: 1.5-3.4 of 357).
     assert!(
         mean_gap.abs() <= 0.05 * mean_q,
         "{mean_gap} against {mean_q}"
