@@ -92,6 +92,22 @@ vm-test: _root
     cargo test --release -p netns-lab --test vm --no-run
     netns-lab/vm/run-in-vm env DCTCP_BPF_VM=1 cargo test --release --offline -p netns-lab --test vm -- --include-ignored --test-threads=1 --nocapture
 
+# Mutation testing of the analysis and control code (cargo-mutants, about 2 h): each
+# mutant built and tested, then caught / missed / unviable per file in target/mutants-*/
+mutants *ARGS: _root
+    cargo mutants --no-shuffle --output target/mutants-analysis -p netns-lab -p loader \
+        -f netns-lab/src/stats.rs -f netns-lab/src/theory.rs -f netns-lab/src/schedule.rs \
+        -f netns-lab/src/fairness.rs -f netns-lab/src/units.rs -f loader/src/params.rs \
+        -f loader/src/algo.rs -f loader/src/model.rs {{ARGS}} -- --lib || true
+    cargo mutants --no-shuffle --output target/mutants-instance -p loader \
+        -f loader/src/instance.rs {{ARGS}} -- --lib --test lifecycle --test detach_all || true
+    @for d in target/mutants-analysis target/mutants-instance; do echo "$d: $(wc -l < $d/mutants.out/caught.txt) caught, $(wc -l < $d/mutants.out/missed.txt) missed, $(wc -l < $d/mutants.out/timeout.txt) timeouts, $(wc -l < $d/mutants.out/unviable.txt) unviable"; done
+
+# Hand-made mutants of the BPF programs (and rpcgen), each against the tests
+# that stand behind it: `tools/bpf-mutants --help` (about 20 min)
+mutants-bpf *ARGS: _root
+    tools/bpf-mutants {{ARGS}}
+
 # Register bpf_dctcp with default parameters and show it
 attach: _root build
     {{loader}} attach --algo dctcp

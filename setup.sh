@@ -47,6 +47,9 @@ if ! command -v cargo >/dev/null; then
 fi
 command -v just >/dev/null || cargo install --locked --quiet just
 [ -x /usr/local/bin/just ] || ln -sf "$(command -v just)" /usr/local/bin/just
+# cargo-mutants: `just mutants`, the suite's strength on the analysis code.
+cargo mutants --version 2>/dev/null | grep -qx "cargo-mutants 27.1.0" ||
+    cargo install --locked --quiet --version 27.1.0 cargo-mutants
 
 # bpffs: the loader pins algorithms under /sys/fs/bpf/dctcp-bpf.
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf

@@ -171,6 +171,25 @@ fn wait_for_element(what: &str) {
     }
 }
 
+/// What a lab registers and pins in the kernel: its bpf_dctcp instance (a
+/// registered congestion control and its bpffs directory) and its switch's
+/// live pins, counted by the lab prefix they are named after.
+fn lab_kernel_objects() -> usize {
+    let dl = |dir: &str| {
+        std::fs::read_dir(dir).map_or(0, |d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("dl"))
+                .count()
+        })
+    };
+    let registered = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap()
+        .split_whitespace()
+        .filter(|n| n.starts_with("dl"))
+        .count();
+    registered + dl(loader::bpffs::ROOT) + dl(loader::bpffs::LAB_ROOT)
+}
+
 fn spawn_long_lab(out: &Path) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_lab"))
         .args([
@@ -180,7 +199,7 @@ fn spawn_long_lab(out: &Path) -> std::process::Child {
             "--rates",
             "100M",
             "--variants",
-            "cubic:droptail",
+            "bpf_dctcp:bpf-step",
             "--rtt",
             "2ms",
             "--delay-backend",
@@ -199,6 +218,7 @@ fn ctrl_c_and_sigkill_take_the_delay_element_along() {
     require_root();
     let _serial = serial();
     let before = lab_namespaces();
+    let objects = lab_kernel_objects();
 
     // Ctrl-C: the lab tears everything down itself.
     let out = tmpdir("sigint");
@@ -211,17 +231,33 @@ fn ctrl_c_and_sigkill_take_the_delay_element_along() {
     assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
     assert_eq!(delaylines(), 0, "the delay element outlived Ctrl-C");
     assert_eq!(lab_namespaces(), before, "Ctrl-C left namespaces");
+    assert_eq!(lab_kernel_objects(), objects, "Ctrl-C left an instance or pins");
 
     // SIGKILL: no teardown; the element dies with its parent and `lab
     // cleanup` removes the namespaces.
     let mut child = spawn_long_lab(&out);
     wait_for_element("SIGKILL");
+    // Killed once its switch is pinned too: the algorithm's instance
+    // (registered with its fallback, pinned) and the switch's pins.
+    let t = Instant::now();
+    while lab_kernel_objects() < objects + 4 {
+        assert!(t.elapsed() < Duration::from_secs(20), "the lab never pinned its switch");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     wait_until_gone("delayline", 5, "the delay element outlived a killed lab");
+    // They outlive the kill (bpffs holds them); `lab cleanup` removes them.
+    assert_eq!(
+        lab_kernel_objects(),
+        objects + 4,
+        "a killed lab leaves its algorithm (and fallback) registered, its \
+         instance pinned and its switch's pins"
+    );
     let o = lab(&["cleanup"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(lab_namespaces(), before, "cleanup left namespaces");
+    assert_eq!(lab_kernel_objects(), objects, "cleanup left an instance or pins");
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -239,9 +275,15 @@ fn cleanup_leaves_a_running_lab_alone() {
     std::thread::sleep(Duration::from_secs(1));
     let running = lab_namespaces();
     assert!(running > before, "the lab built no namespaces");
+    let objects = lab_kernel_objects();
     let o = lab(&["cleanup"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(lab_namespaces(), running, "cleanup took a running lab's namespaces");
+    assert_eq!(
+        lab_kernel_objects(),
+        objects,
+        "cleanup took a running lab's algorithm or pins"
+    );
     assert_eq!(delaylines(), 1, "cleanup took a running lab's delay element");
     std::thread::sleep(Duration::from_secs(1));
     // SAFETY: signalling our own child.
