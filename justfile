@@ -27,6 +27,7 @@ build:
 # tests ran, passed, failed and were ignored in each tier
 test: _root
     just _leftover-baseline
+    tools/bpf-mutants --check
     mkdir -p target
     cargo test --workspace 2>&1 | tee target/test-host.log
     just check-leftovers
