@@ -262,3 +262,53 @@ impl Algo {
 pub fn fallback_name(name: &str) -> String {
     format!("{name}{FALLBACK_SUFFIX}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use libbpf_rs::skel::SkelBuilder;
+    use std::mem::MaybeUninit;
+
+    #[test]
+    fn names_are_the_keys_users_type_and_the_maps_the_objects_carry() {
+        let keys: Vec<&str> = Algo::ALL.iter().map(|a| a.key()).collect();
+        assert_eq!(keys, ["dctcp", "xdctcp", "kdctcp"]);
+        for &a in Algo::ALL {
+            assert_eq!(Algo::from_str(a.key(), false), Ok(a), "--algo {}", a.key());
+            assert_eq!(a.default_name(), format!("bpf_{}", a.key()));
+            assert!(a.default_name().len() <= NAME_MAX);
+            assert_eq!(Algo::from_struct_ops_map(a.struct_ops_map()), Some(a));
+        }
+        assert_eq!(Algo::from_struct_ops_map("tcp_reno"), None);
+        // Each object's struct_ops map is named as `list` expects to find it
+        // (opening parses the ELF; nothing reaches the kernel).
+        let mut s = MaybeUninit::uninit();
+        let o = crate::skel::dctcp::DctcpSkelBuilder::default()
+            .open(&mut s)
+            .unwrap();
+        assert_eq!(o.maps.dctcp.name(), Algo::Dctcp.struct_ops_map());
+        let mut s = MaybeUninit::uninit();
+        let o = crate::skel::xdctcp::XdctcpSkelBuilder::default()
+            .open(&mut s)
+            .unwrap();
+        assert_eq!(o.maps.xdctcp.name(), Algo::Xdctcp.struct_ops_map());
+        let mut s = MaybeUninit::uninit();
+        let o = crate::skel::kdctcp::KdctcpSkelBuilder::default()
+            .open(&mut s)
+            .unwrap();
+        assert_eq!(o.maps.kdctcp.name(), Algo::Kdctcp.struct_ops_map());
+    }
+
+    #[test]
+    fn every_algorithm_has_its_own_tunables_and_the_shared_ones() {
+        for &a in Algo::ALL {
+            assert!(a.param("alpha_on_init").is_some(), "{a:?}");
+            assert!(a.param("inject_ssthresh").is_some(), "{a:?}");
+            assert!(a.param("nosuch").is_none());
+        }
+        assert!(Algo::Dctcp.param("shift_g").is_some() && Algo::Dctcp.param("g").is_none());
+        assert!(Algo::Xdctcp.param("ns").is_some() && Algo::Kdctcp.param("ns").is_none());
+        assert!(Algo::Kdctcp.param("per_ack_alpha").is_some());
+        assert_eq!(fallback_name("bpf_dctcp"), "bpf_dctcp_reno");
+    }
+}

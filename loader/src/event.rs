@@ -11,8 +11,8 @@ use serde::Serialize;
 use crate::flows::{alpha_fraction, ca_state_name, local_end, remote_end};
 use crate::intf::{
     dctcp_event, dctcp_event_type_DCTCP_EV_ACK as EV_ACK, dctcp_event_type_DCTCP_EV_END as EV_END,
-    dctcp_event_type_DCTCP_EV_FALLBACK as EV_FALLBACK, dctcp_event_type_DCTCP_EV_REPAIR as EV_REPAIR,
-    dctcp_event_type_DCTCP_EV_START as EV_START,
+    dctcp_event_type_DCTCP_EV_FALLBACK as EV_FALLBACK,
+    dctcp_event_type_DCTCP_EV_REPAIR as EV_REPAIR, dctcp_event_type_DCTCP_EV_START as EV_START,
     dctcp_event_type_DCTCP_EV_STATE as EV_STATE, dctcp_event_type_DCTCP_EV_WINDOW as EV_WINDOW,
     dctcp_flow_key, dctcp_repair_DCTCP_REPAIR_CWND as DCTCP_REPAIR_CWND,
     dctcp_repair_DCTCP_REPAIR_INFLIGHT as DCTCP_REPAIR_INFLIGHT,

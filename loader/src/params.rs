@@ -294,4 +294,23 @@ mod tests {
         let p = Algo::Dctcp.default_params();
         assert_eq!(describe(Algo::Dctcp, &p), "shift_g=4 alpha_on_init=1024");
     }
+
+    #[test]
+    fn fractions_must_be_finite_and_ranges_read_as_typed() {
+        let g = Algo::Xdctcp.param("g").unwrap();
+        for v in ["inf", "NaN", "-inf"] {
+            assert!(g.parse(v).unwrap_err().contains("decimal number"), "{v}");
+        }
+        assert_eq!(
+            Algo::Xdctcp.param("short_bytes").unwrap().range(),
+            "0.. (integer)"
+        );
+        assert_eq!(Algo::Dctcp.param("shift_g").unwrap().range(), "0..=10");
+        let p = Algo::Xdctcp.default_params();
+        assert_eq!(g.json(&p), serde_json::json!(0.09));
+        assert_eq!(
+            Algo::Xdctcp.param("short_bytes").unwrap().json(&p),
+            serde_json::json!(1_048_576)
+        );
+    }
 }

@@ -246,4 +246,35 @@ mod tests {
         assert_eq!(g.within(0.0, 0.05), 0..0);
         assert_eq!(g.within(2.5, 9.0), 25..30);
     }
+
+    /// Only what comes after the change counts toward the hold: flows that
+    /// were fair before it and stay so for less than the hold after it
+    /// never converged.
+    #[test]
+    fn time_before_the_change_does_not_count() {
+        let e = ends(6.0);
+        // Fair (50 each) until 2.8 s, then 80 / 20 to the end.
+        let f0: Vec<f64> = (0..60).map(|j| if j < 28 { 50.0 } else { 80.0 }).collect();
+        let f1: Vec<f64> = f0.iter().map(|r| 100.0 - r).collect();
+        let rates = vec![f0, f1];
+        let g = Grid {
+            ends: &e,
+            rates: &rates,
+        };
+        assert_eq!(
+            g.convergence_time(&[0, 1], 50.0, (2.0, 6.0), c(0.10, 1)),
+            None
+        );
+        // A hold met exactly at an interval's end counts (floating-point
+        // ends: 3.4 - 2.4 is just under 1).
+        let rates = vec![vec![50.0; 60], vec![50.0; 60]];
+        let g = Grid {
+            ends: &e,
+            rates: &rates,
+        };
+        let t = g
+            .convergence_time(&[0, 1], 50.0, (2.4, 3.4), c(0.10, 1))
+            .unwrap();
+        assert!(t.abs() < 1e-9, "{t}");
+    }
 }

@@ -277,4 +277,15 @@ mod tests {
         let idle = Schedule::parse("1-10").unwrap();
         assert!(idle.validate(1).is_err());
     }
+
+    #[test]
+    fn a_span_may_start_where_the_previous_one_stopped() {
+        let back_to_back = Schedule::parse("0-10+10-20").unwrap();
+        back_to_back.validate(1).unwrap();
+        let p = back_to_back.phases();
+        assert_eq!(
+            p.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [s(10), s(10)]
+        );
+    }
 }

@@ -159,4 +159,24 @@ mod tests {
         assert!((jain(&[5.0, 5.0]) - 1.0).abs() < 1e-12);
         assert!((jain(&[10.0, 0.0]) - 0.5).abs() < 1e-12);
     }
+
+    #[test]
+    fn weighted_summary_counts_each_value_by_its_weight() {
+        // 1 held for 1 s, 2 held for 3 s: 2 is the median and the mean is
+        // (1 + 6) / 4.
+        let s = weighted_summary(&[(2.0, 3.0), (1.0, 1.0)]);
+        assert_eq!((s.n, s.min, s.max), (2, 1.0, 2.0));
+        assert_eq!((s.p5, s.p50, s.p95), (1.0, 2.0, 2.0));
+        assert!((s.mean - 1.75).abs() < 1e-12, "{}", s.mean);
+        // Nothing held any time: nothing to summarize.
+        assert_eq!(weighted_summary(&[(5.0, 0.0)]).n, 0);
+        assert_eq!(weighted_summary(&[]).n, 0);
+    }
+
+    #[test]
+    fn cov_is_undefined_for_a_mean_of_zero() {
+        assert!(cov(&[-1.0, 1.0]).is_nan());
+        assert!(cov(&[]).is_nan());
+        assert!((cov(&[1.0, 3.0]) - 0.5).abs() < 1e-12);
+    }
 }

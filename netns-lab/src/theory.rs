@@ -120,4 +120,27 @@ mod tests {
         let rt = two.loaded_rtt(100_000_000).as_secs_f64();
         assert!((rt - 23.7 * 120e-6).abs() < 1e-5, "{rt}");
     }
+
+    #[test]
+    fn goodput_is_the_payload_share_of_the_rate() {
+        // 1448 payload bytes in 1514 on the wire: 95.64 % of the rate.
+        assert!((goodput_bps(100_000_000) - 95_640_687.0).abs() < 1.0);
+        assert!((PAYLOAD_SHARE - 0.956_407).abs() < 1e-6);
+    }
+
+    #[test]
+    fn period_and_window_floor() {
+        let rtt = Duration::from_micros(500);
+        let two = Sawtooth::new(2, 100_000_000, rtt, 20);
+        // T_c = 2.46 round trips of 2.84 ms: 7.0 ms.
+        let p = two.period(100_000_000).as_secs_f64();
+        assert!((p - two.period_rtts * 23.7 * 120e-6).abs() < 2e-5, "{p}");
+        // Exactly 2 packets left after a cut is TCP's floor, not above it.
+        let at_floor = Sawtooth {
+            window_at_peak: 4.0,
+            period_rtts: 2.0,
+            ..two
+        };
+        assert!(!at_floor.above_window_floor());
+    }
 }

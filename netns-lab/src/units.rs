@@ -62,4 +62,11 @@ mod tests {
         assert_eq!(fmt_rate(2_500_000_000), "2.5 Gbit/s");
         assert_eq!(rate_tag(1_000_000_000), "1G");
     }
+
+    #[test]
+    fn small_rates_in_kbit() {
+        assert_eq!(fmt_rate(500_000), "500 kbit/s");
+        assert_eq!(fmt_rate(1_500), "1.5 kbit/s");
+        assert_eq!(rate_tag(500_000), "500k");
+    }
 }

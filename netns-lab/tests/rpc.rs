@@ -173,17 +173,22 @@ fn latency_follows_a_known_service_time() {
     ]));
     let l = &r["latency_us"]["1000"];
     let (p50, max) = (l["p50"].as_u64().unwrap(), l["max"].as_u64().unwrap());
-    // 20 ms of service time plus a loopback round trip: never less, and a
-    // few ms more at most on an idle machine.
-    assert!((20_000..25_000).contains(&p50), "p50 {p50} us");
+    // 20 ms of service time plus a loopback round trip: never less, and at
+    // the median well short of 30 ms (a stall of the machine moves single
+    // requests, not the median).
+    assert!((20_000..30_000).contains(&p50), "p50 {p50} us");
     assert!(max >= 20_000, "max {max} us");
-    for round in r["round_us"].as_array().unwrap() {
-        // Both workers answer in parallel: a round is one service time.
-        assert!(
-            (20_000..40_000).contains(&round.as_u64().unwrap()),
-            "{round}"
-        );
-    }
+    // Both workers answer in parallel: a round is one service time, never
+    // less, and at the median under two (what answering in turn would take).
+    let mut rounds: Vec<u64> = r["round_us"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    rounds.sort_unstable();
+    assert!(rounds[0] >= 20_000, "{rounds:?}");
+    assert!(rounds[rounds.len() / 2] < 40_000, "{rounds:?}");
     stop(workers);
 }
 

@@ -231,7 +231,11 @@ fn ctrl_c_and_sigkill_take_the_delay_element_along() {
     assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
     assert_eq!(delaylines(), 0, "the delay element outlived Ctrl-C");
     assert_eq!(lab_namespaces(), before, "Ctrl-C left namespaces");
-    assert_eq!(lab_kernel_objects(), objects, "Ctrl-C left an instance or pins");
+    assert_eq!(
+        lab_kernel_objects(),
+        objects,
+        "Ctrl-C left an instance or pins"
+    );
 
     // SIGKILL: no teardown; the element dies with its parent and `lab
     // cleanup` removes the namespaces.
@@ -241,7 +245,10 @@ fn ctrl_c_and_sigkill_take_the_delay_element_along() {
     // (registered with its fallback, pinned) and the switch's pins.
     let t = Instant::now();
     while lab_kernel_objects() < objects + 4 {
-        assert!(t.elapsed() < Duration::from_secs(20), "the lab never pinned its switch");
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the lab never pinned its switch"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     child.kill().unwrap();
@@ -257,7 +264,11 @@ fn ctrl_c_and_sigkill_take_the_delay_element_along() {
     let o = lab(&["cleanup"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(lab_namespaces(), before, "cleanup left namespaces");
-    assert_eq!(lab_kernel_objects(), objects, "cleanup left an instance or pins");
+    assert_eq!(
+        lab_kernel_objects(),
+        objects,
+        "cleanup left an instance or pins"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -278,19 +289,31 @@ fn cleanup_leaves_a_running_lab_alone() {
     let objects = lab_kernel_objects();
     let o = lab(&["cleanup"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(lab_namespaces(), running, "cleanup took a running lab's namespaces");
+    assert_eq!(
+        lab_namespaces(),
+        running,
+        "cleanup took a running lab's namespaces"
+    );
     assert_eq!(
         lab_kernel_objects(),
         objects,
         "cleanup took a running lab's algorithm or pins"
     );
-    assert_eq!(delaylines(), 1, "cleanup took a running lab's delay element");
+    assert_eq!(
+        delaylines(),
+        1,
+        "cleanup took a running lab's delay element"
+    );
     std::thread::sleep(Duration::from_secs(1));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();
     assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
-    assert!(!stderr(&o).contains("No such"), "the lab lost something under it: {}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("No such"),
+        "the lab lost something under it: {}",
+        stderr(&o)
+    );
     assert_eq!(lab_namespaces(), before, "the lab left namespaces");
     assert_eq!(delaylines(), 0);
     let _ = std::fs::remove_dir_all(&out);

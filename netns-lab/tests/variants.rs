@@ -10,8 +10,8 @@ use loader::algo::Algo;
 use loader::intf::{
     dctcp_event, dctcp_event_type_DCTCP_EV_REPAIR as EV_REPAIR,
     dctcp_event_type_DCTCP_EV_STATE as EV_STATE, dctcp_event_type_DCTCP_EV_WINDOW as EV_WINDOW,
-    dctcp_repair_DCTCP_REPAIR_SSTHRESH as REPAIR_SSTHRESH, DCTCP_ALPHA_ONE,
-    DCTCP_BOGUS_SSTHRESH, DCTCP_ONE,
+    dctcp_repair_DCTCP_REPAIR_SSTHRESH as REPAIR_SSTHRESH, DCTCP_ALPHA_ONE, DCTCP_BOGUS_SSTHRESH,
+    DCTCP_ONE,
 };
 use loader::model;
 use loader::top::switch::monotonic_ns;
@@ -248,7 +248,11 @@ fn the_guard_repairs_an_injected_ssthresh_and_the_flows_go_on() {
         assert!(cuts.len() > 10, "{} cuts", cuts.len());
         for &i in &cuts[..3] {
             let (cut, next) = (&flow[i], &flow[i + 1]);
-            assert_eq!(cut.ssthresh, DCTCP_BOGUS_SSTHRESH, "injected at {}", cut.ts_ns);
+            assert_eq!(
+                cut.ssthresh, DCTCP_BOGUS_SSTHRESH,
+                "injected at {}",
+                cut.ts_ns
+            );
             assert!(
                 is(next, EV_REPAIR) && u32::from(next.value) == REPAIR_SSTHRESH,
                 "no repair right after the cut at {}",
