@@ -33,7 +33,7 @@ impl Lab {
         c
     }
 
-    fn workers(&self, ports: &[u16], extra: &[&str]) -> Vec<Child> {
+    fn workers(&self, ports: &[u16], extra: &[&str]) -> Workers {
         let w: Vec<Child> = ports
             .iter()
             .map(|p| {
@@ -48,7 +48,7 @@ impl Lab {
             })
             .collect();
         std::thread::sleep(Duration::from_millis(300));
-        w
+        Workers(w)
     }
 
     fn client(&self, args: &[&str]) -> Output {
@@ -63,21 +63,39 @@ fn report(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// rpcgen workers, killed when dropped: a test that fails before `stop`
+/// leaves none behind (they would keep the deleted namespace alive).
+struct Workers(Vec<Child>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for w in &mut self.0 {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
+    }
+}
+
 /// SIGTERM each worker; each must exit 0 within a second and say what it served.
-fn stop(workers: Vec<Child>) -> Vec<Value> {
+fn stop(mut workers: Workers) -> Vec<Value> {
+    use std::io::Read;
     workers
-        .into_iter()
+        .0
+        .iter_mut()
         .map(|w| {
+            // SAFETY: signalling our own child.
             unsafe { libc::kill(w.id() as i32, libc::SIGTERM) };
             let t = Instant::now();
-            let o = w.wait_with_output().unwrap();
+            let mut out = Vec::new();
+            w.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+            let status = w.wait().unwrap();
             assert!(
                 t.elapsed() < Duration::from_secs(1),
                 "worker took {:?} to stop",
                 t.elapsed()
             );
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            serde_json::from_slice(&o.stdout).unwrap()
+            assert!(status.success(), "worker exited with {status}");
+            serde_json::from_slice(&out).unwrap()
         })
         .collect()
 }
