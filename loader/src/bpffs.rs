@@ -113,11 +113,34 @@ pub fn instances() -> Result<Vec<InstanceDir>> {
     };
     for entry in entries {
         let entry = entry?;
-        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        // `+...`: an attach or detach under way (see `InstanceDir::staging`).
+        let hidden = entry.file_name().to_string_lossy().starts_with(['.', '+']);
         if entry.file_type()?.is_dir() && !hidden {
             out.push(InstanceDir::new(&entry.file_name().to_string_lossy()));
         }
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
+}
+
+/// Staging directories (`+attaching-<name>-<pid>`, `+detaching-...`) whose
+/// process is gone: an attach or detach killed before it could clean up.
+pub fn abandoned_staging() -> Vec<InstanceDir> {
+    let Ok(entries) = std::fs::read_dir(ROOT) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let rest = file.strip_prefix('+')?;
+            let (what_name, pid) = rest.rsplit_once('-')?;
+            let (_, name) = what_name.split_once('-')?;
+            let pid: u32 = pid.parse().ok()?;
+            (!Path::new(&format!("/proc/{pid}")).exists()).then(|| InstanceDir {
+                name: name.to_string(),
+                path: e.path(),
+            })
+        })
+        .collect()
 }

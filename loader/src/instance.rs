@@ -338,8 +338,25 @@ pub fn detach(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Undoes what attaches and detaches killed midway left (their staging
+/// directories): unregisters whatever they hold and removes them. Returns
+/// the directories removed.
+pub fn remove_abandoned() -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    for dir in bpffs::abandoned_staging() {
+        unregister(&dir)?;
+        std::fs::remove_dir_all(&dir.path)
+            .with_context(|| format!("removing {}", dir.path.display()))?;
+        removed.push(dir.path.display().to_string());
+    }
+    Ok(removed)
+}
+
 pub fn detach_all() -> Result<Vec<String>> {
     preflight::require_root("loader detach")?;
+    for path in remove_abandoned()? {
+        tracing::info!(%path, "removed what a killed attach or detach left");
+    }
     let mut names = Vec::new();
     for dir in bpffs::instances()? {
         detach(&dir.name)?;

@@ -46,6 +46,9 @@ pub fn cleanup(include_live: bool) -> Result<Vec<String>> {
             removed.push(format!("link {link}"));
         }
     }
+    for path in loader::instance::remove_abandoned()? {
+        removed.push(format!("half-attached instance {path}"));
+    }
     for name in loader::bpffs::instances()?
         .into_iter()
         .map(|d| d.name)
