@@ -94,7 +94,8 @@ pub enum Command {
         /// Name given at attach (see `loader list`).
         #[arg(required_unless_present = "all", conflicts_with = "all")]
         name: Option<String>,
-        /// Detach every algorithm loader attached.
+        /// Detach every algorithm loader attached, and remove what an attach
+        /// or detach killed midway left (its `+attaching-*` directory).
         #[arg(long)]
         all: bool,
     },
