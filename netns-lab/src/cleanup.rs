@@ -37,6 +37,11 @@ pub fn cleanup(include_live: bool) -> Result<Vec<String>> {
     let gone = |n: &String| include_live || !Prefix::owner_alive(n);
     let mut removed = Vec::new();
     for ns in lab_namespaces().into_iter().filter(gone) {
+        // A killed lab's TCP sockets linger orphaned (FIN_WAIT, retransmitting
+        // into a namespace about to vanish) for minutes, holding the BPF
+        // algorithm they use; destroy them first (sock_diag; best effort, a
+        // kernel without INET_DIAG_DESTROY only lets them time out).
+        let _ = ip(&["netns", "exec", &ns, "ss", "-K", "-t"]);
         ip(&["netns", "del", &ns])?;
         removed.push(format!("netns {ns}"));
     }

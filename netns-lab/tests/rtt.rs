@@ -190,6 +190,22 @@ fn lab_kernel_objects() -> usize {
     registered + dl(loader::bpffs::ROOT) + dl(loader::bpffs::LAB_ROOT)
 }
 
+/// BPF programs of this project's algorithms loaded now.
+fn algorithm_programs() -> usize {
+    let o = Command::new("bpftool")
+        .args(["prog", "show"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| {
+            [" name dctcp_", " name xdctcp_", " name kdctcp_"]
+                .iter()
+                .any(|n| l.contains(n))
+        })
+        .count()
+}
+
 fn spawn_long_lab(out: &Path) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_lab"))
         .args([
@@ -219,6 +235,7 @@ fn ctrl_c_and_sigkill_take_the_delay_element_along() {
     let _serial = serial();
     let before = lab_namespaces();
     let objects = lab_kernel_objects();
+    let programs = algorithm_programs();
 
     // Ctrl-C: the lab tears everything down itself.
     let out = tmpdir("sigint");
@@ -268,6 +285,21 @@ fn ctrl_c_and_sigkill_take_the_delay_element_along() {
         lab_kernel_objects(),
         objects,
         "cleanup left an instance or pins"
+    );
+    // The killed lab's sockets would hold bpf_dctcp's programs for minutes
+    // (orphaned, retransmitting); cleanup destroys them, so the programs go
+    // once the kernel's grace periods have run.
+    let t = Instant::now();
+    while algorithm_programs() > programs {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "bpf_dctcp's programs outlived cleanup by 20 s: its sockets live on"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!(
+        "programs freed {:.1} s after cleanup",
+        t.elapsed().as_secs_f64()
     );
     let _ = std::fs::remove_dir_all(&out);
 }
