@@ -203,6 +203,22 @@ enum marker_mode {
 	MARKER_PROBE = 0, /* observe only: a kernel qdisc (or none) marks */
 	MARKER_STEP = 1,  /* CE when the backlog is at least K (DCTCP's switch) */
 	MARKER_RED = 2,   /* RED on the average queue, marking instead of dropping */
+	MARKER_DUAL = 3,  /* two RED profiles over the one queue, by ECN capability */
+};
+
+/*
+ * One RED profile of the dual AQM (seed 002: WRED keyed on ECT). Each profile
+ * keeps its own weighted average of the shared backlog, in bytes, updated at
+ * every arrival of either class. Below min nothing happens, between min and
+ * max the probability rises linearly to max_p (with Floyd's uniform spacing
+ * of marks), at or above max every packet of the class is hit. min == max
+ * with wlog 0 is DCTCP's step at K on the instantaneous queue.
+ */
+struct red_profile {
+	u32 min_bytes;
+	u32 max_bytes;
+	u32 max_p;      /* probability at max_bytes, 1/MARKER_PROB_ONE */
+	u32 wlog;       /* the average's weight per arrival, 2^-wlog (0: none) */
 };
 
 /* RED's max_p in units of 1/MARKER_PROB_ONE. */
@@ -218,6 +234,13 @@ struct marker_config {
 	u32 red_wlog;   /* RED: EWMA weight 2^-red_wlog per arrival */
 	u32 limit_pkts; /* the queue's packet limit: an arrival at it is tail-dropped */
 	u32 sample;     /* probe: send every sample-th arrival to the ring (0: none) */
+	/* dual: ECT(0), ECT(1) and CE packets are marked by `ect`, Not-ECT
+	 * packets dropped by `not_ect`. */
+	struct red_profile ect;
+	struct red_profile not_ect;
+	/* dual: one MTU packet's time on the link; over an idle queue the
+	 * averages decay as if one empty-queue arrival came per packet time. */
+	u32 idle_pkt_ns;
 };
 
 /* What happened to an arriving packet. */
@@ -250,6 +273,14 @@ struct queue_departure {
 	u32 packets;  /* packets it took out (bulk dequeue takes several) */
 };
 
+/* What the marker did to one class of arrivals (by ECN capability). */
+struct class_counts {
+	u64 pkts;
+	u64 marked;
+	u64 dropped;   /* QA_DROP */
+	u64 taildrop;  /* QA_TAILDROP */
+};
+
 /* Counters of the marker, per CPU. */
 struct marker_stats {
 	u64 pkts;
@@ -261,6 +292,8 @@ struct marker_stats {
 	u64 ring_full; /* samples lost: ring buffer full */
 	u64 departed;  /* packets the root qdisc dequeued (departure probe) */
 	u64 departures_lost; /* departure records lost: ring buffer full */
+	struct class_counts ect;     /* IPv4 arrivals with ECT(0), ECT(1) or CE */
+	struct class_counts not_ect; /* IPv4 arrivals without ECN */
 };
 
 /* The switch's queue right now, for live views (`loader top`): one entry,

@@ -509,9 +509,11 @@ fn through_switch(
         .map(|sample| {
             BpfSwitch::start(
                 None,
-                bottleneck
-                    .backend
-                    .marker_config(bottleneck.buffer_pkts, sample),
+                bottleneck.backend.marker_config(
+                    bottleneck.buffer_pkts,
+                    bottleneck.rate_bps,
+                    sample,
+                ),
                 false,
                 &star.switch.path(),
                 &star.bottleneck_if,

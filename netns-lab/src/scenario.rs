@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use loader::top::switch::monotonic_ns;
 use serde::Serialize;
 use tc_qdisc::intf::{marker_stats, queue_sample};
@@ -42,6 +42,10 @@ pub struct Scenario {
     /// Each receiver's window cap (TCP_WINDOW_CLAMP), bytes: how much the
     /// long flows can ever have in flight.
     pub rwnd_clamp_bytes: Option<u32>,
+    /// Senders whose TCP neither asks for nor accepts ECN (tcp_ecn = 0):
+    /// seed 002's Reno, whose packets leave Not-ECT. An algorithm that
+    /// needs ECN (bpf_dctcp) still asks for it on such a sender.
+    pub no_ecn_senders: Vec<usize>,
 }
 
 impl Scenario {
@@ -69,6 +73,7 @@ impl Scenario {
             trace_algorithm: None,
             short_flows: None,
             rwnd_clamp_bytes: None,
+            no_ecn_senders: Vec::new(),
         }
     }
 }
@@ -211,12 +216,20 @@ pub fn run(
     // Classic ECN for every algorithm that does not ask for it itself, so
     // TCP on a marking backend reacts to marks as RFC 3168 says.
     star.sysctl_hosts("net.ipv4.tcp_ecn", "1")?;
+    for &i in &scn.no_ecn_senders {
+        star.senders
+            .get(i)
+            .with_context(|| format!("no sender {i} to turn ECN off on"))?
+            .ns
+            .sysctl("net.ipv4.tcp_ecn", "0")?;
+    }
     scn.bottleneck
         .install(star.switch.name(), &star.bottleneck_if)?;
-    let cfg = scn
-        .bottleneck
-        .backend
-        .marker_config(scn.bottleneck.buffer_pkts, 1);
+    let cfg = scn.bottleneck.backend.marker_config(
+        scn.bottleneck.buffer_pkts,
+        scn.bottleneck.rate_bps,
+        1,
+    );
     let mut switch = BpfSwitch::start(
         Some(&std::path::Path::new(loader::bpffs::LAB_ROOT).join(star.prefix.as_str())),
         cfg,

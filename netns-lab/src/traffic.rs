@@ -286,13 +286,23 @@ pub fn run_bulk(
         let cc = f.cc.clone();
         let port = BASE_PORT + i as u16;
         let stop = stop.clone();
-        receivers.push(star.receiver.ns.spawn(move || -> Result<Option<ReceiverEnd>> {
-            let addr = SocketAddr::from((RECEIVER_ADDR, port));
-            let l = listen_announced(&cc, addr, Duration::from_millis(100), window_clamp, &ready_tx)?;
-            accept_by(&l, accept_deadline, &stop)?
-                .map(|s| receive(s, &counter, give_up))
-                .transpose()
-        })?);
+        receivers.push(
+            star.receiver
+                .ns
+                .spawn(move || -> Result<Option<ReceiverEnd>> {
+                    let addr = SocketAddr::from((RECEIVER_ADDR, port));
+                    let l = listen_announced(
+                        &cc,
+                        addr,
+                        Duration::from_millis(100),
+                        window_clamp,
+                        &ready_tx,
+                    )?;
+                    accept_by(&l, accept_deadline, &stop)?
+                        .map(|s| receive(s, &counter, give_up))
+                        .transpose()
+                })?,
+        );
         ready_rx
             .recv_timeout(Duration::from_secs(10))
             .context("receiver did not start")?

@@ -8,7 +8,8 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_csv, assert_plots, assert_refused, json, lab, namespaces_with, require_root, serial, stderr, tmpdir,
+    assert_csv, assert_plots, assert_refused, json, lab, namespaces_with, require_root, serial,
+    stderr, tmpdir,
 };
 
 /// Bounds from 8 quick runs on this kernel; each assertion names their spread.

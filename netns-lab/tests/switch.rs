@@ -38,7 +38,7 @@ fn burst_through(backend: Backend, ecn: u8) -> Vec<queue_sample> {
     b.install(star.switch.name(), &star.bottleneck_if).unwrap();
     let mut sw = BpfSwitch::start(
         None,
-        b.backend.marker_config(BUFFER, 1),
+        b.backend.marker_config(BUFFER, b.rate_bps, 1),
         false,
         &star.switch.path(),
         &star.bottleneck_if,
@@ -160,4 +160,262 @@ fn droptail_only_probes() {
         };
         assert_eq!(action(s), want);
     }
+}
+
+/// What one arrival's packet was: ECN-capable (ECT(0)) or not.
+const ECT0: u8 = 0b10;
+
+/// Sends `pairs` pairs of 1000-byte UDP datagrams from sender 0, one ECT(0)
+/// then one Not-ECT, through `backend`, and returns the probe's samples of
+/// them with the marker's and the qdisc's counters read after the drain.
+fn mixed_burst_through(
+    backend: Backend,
+    pairs: usize,
+) -> (
+    Vec<queue_sample>,
+    tc_qdisc::intf::marker_stats,
+    tc_qdisc::qdisc_stats::QdiscCounters,
+) {
+    require_root();
+    let star = Star::build(&StarSpec::senders(1)).unwrap();
+    let b = Bottleneck {
+        rate_bps: 1_000_000,
+        buffer_pkts: BUFFER,
+        backend,
+    };
+    b.validate().unwrap();
+    b.install(star.switch.name(), &star.bottleneck_if).unwrap();
+    let mut sw = BpfSwitch::start(
+        None,
+        b.backend.marker_config(BUFFER, b.rate_bps, 1),
+        false,
+        &star.switch.path(),
+        &star.bottleneck_if,
+        &star.receiver.ns.path(),
+        &star.receiver.ifname,
+    )
+    .unwrap();
+    star.senders[0]
+        .ns
+        .run(move || {
+            let sock = |tos: u8| {
+                let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+                let tos = libc::c_int::from(tos);
+                // SAFETY: setting IP_TOS on our own socket.
+                let rc = unsafe {
+                    libc::setsockopt(
+                        s.as_raw_fd(),
+                        libc::IPPROTO_IP,
+                        libc::IP_TOS,
+                        (&tos as *const libc::c_int).cast(),
+                        4,
+                    )
+                };
+                assert_eq!(rc, 0);
+                s
+            };
+            let (ect, plain) = (sock(ECT0), sock(0));
+            for _ in 0..pairs {
+                ect.send_to(&[0u8; 1000], (RECEIVER_ADDR, 9)).unwrap();
+                plain.send_to(&[0u8; 1000], (RECEIVER_ADDR, 9)).unwrap();
+            }
+        })
+        .unwrap();
+    // The queue drains at 1 Mbit/s: 50 packets of 1042 bytes in 0.42 s.
+    std::thread::sleep(Duration::from_millis(700));
+    let trace = sw.take_trace().unwrap();
+    let stats = sw.stats().unwrap();
+    let qdisc = tc_qdisc::qdisc_stats::read(star.switch.name(), &star.bottleneck_if).unwrap();
+    let samples = trace.samples.into_iter().filter(|s| s.dport == 9).collect();
+    (samples, stats, qdisc)
+}
+
+/// RED's average as the program keeps it (bytes << 8, w = 2^-wlog),
+/// replayed over the backlog every arrival found.
+fn replay_average(samples: &[queue_sample], wlog: u32) -> Vec<f64> {
+    let mut avg: u64 = 0;
+    samples
+        .iter()
+        .map(|s| {
+            avg = avg - (avg >> wlog) + ((u64::from(s.backlog) << 8) >> wlog);
+            avg as f64 / 256.0
+        })
+        .collect()
+}
+
+/// Seed 002's dual AQM on a controlled queue: the ECT profile a step at K
+/// on the instantaneous backlog (w = 1), the Not-ECT profile RED on its own
+/// slow average (w = 2^-3) with a drop slope between 4 and 30 packets. Every
+/// decision in a band where the profile is certain is checked against the
+/// average replayed from the backlog each arrival found; neither class ever
+/// gets the other's action; the counters per class add up to the samples and
+/// to the qdisc's own.
+#[test]
+fn dual_marks_ect_at_k_and_drops_non_ect_on_its_own_average() {
+    const WIRE: u32 = 1042; // 1000 bytes of UDP payload on the wire
+    let k = 20 * WIRE;
+    let (rmin, rmax) = (4 * WIRE, 30 * WIRE);
+    let reno = tc_qdisc::RedProfile {
+        min_bytes: rmin,
+        max_bytes: rmax,
+        max_p: 0.5,
+        weight: 0.125,
+    };
+    let (samples, stats, qdisc) = mixed_burst_through(
+        Backend::BpfDual {
+            ect: tc_qdisc::RedProfile::step(k),
+            not_ect: reno,
+        },
+        BURST,
+    );
+    assert_eq!(samples.len(), 2 * BURST, "every arrival probed");
+    assert!(
+        samples.iter().any(|s| s.backlog >= k),
+        "the burst never reached K"
+    );
+    let avg = replay_average(&samples, 3);
+    let (mut slope_drops, mut slope_passes) = (0, 0);
+    for (s, &a) in samples.iter().zip(&avg) {
+        let what = format!("arrival ecn {} backlog {} avg {a:.0}", s.ecn, s.backlog);
+        if s.qlen >= BUFFER {
+            assert_eq!(action(s), queue_action_QA_TAILDROP, "{what}");
+            continue;
+        }
+        if s.ecn == ECT0 {
+            let want = if s.backlog >= k {
+                queue_action_QA_MARK
+            } else {
+                queue_action_QA_PASS
+            };
+            assert_eq!(action(s), want, "ECT: {what}");
+            continue;
+        }
+        assert_eq!(s.ecn, 0);
+        // The program's fixed point rounds each step down: a byte of slack.
+        if a < f64::from(rmin) - 1.0 {
+            assert_eq!(action(s), queue_action_QA_PASS, "Not-ECT below min: {what}");
+        } else if a >= f64::from(rmax) + 1.0 {
+            assert_eq!(action(s), queue_action_QA_DROP, "Not-ECT above max: {what}");
+        } else if a > f64::from(rmin) + 1.0 && a < f64::from(rmax) - 1.0 {
+            assert_ne!(action(s), queue_action_QA_MARK, "Not-ECT marked: {what}");
+            match action(s) {
+                a if a == queue_action_QA_DROP => slope_drops += 1,
+                _ => slope_passes += 1,
+            }
+        }
+    }
+    assert!(
+        slope_drops > 0 && slope_passes > 0,
+        "on the slope: {slope_drops} drops, {slope_passes} passes"
+    );
+    // The slow average lags the queue: Not-ECT packets passed untouched
+    // while the backlog they found was already past min, and the average
+    // reached max, where every one is dropped.
+    assert!(
+        samples
+            .iter()
+            .zip(&avg)
+            .any(|(s, &a)| s.ecn == 0 && s.backlog >= rmin + 2 * WIRE && a < f64::from(rmin)),
+        "the Not-ECT profile followed the instantaneous queue, not its average"
+    );
+    assert!(
+        avg.iter().any(|&a| a >= f64::from(rmax) + 1.0),
+        "the average never reached max"
+    );
+
+    // Counters: per class against the samples, and against the qdisc.
+    let count = |ecn: u8, act: u32| {
+        samples
+            .iter()
+            .filter(|s| s.ecn == ecn && action(s) == act)
+            .count() as u64
+    };
+    let (e, n) = (stats.ect, stats.not_ect);
+    assert_eq!((e.pkts, n.pkts), (BURST as u64, BURST as u64));
+    assert_eq!(e.marked, count(ECT0, queue_action_QA_MARK));
+    assert_eq!(
+        (e.dropped, n.marked),
+        (0, 0),
+        "a class got the other's action"
+    );
+    assert_eq!(n.dropped, count(0, queue_action_QA_DROP));
+    assert_eq!(
+        e.taildrop + n.taildrop,
+        count(ECT0, queue_action_QA_TAILDROP) + count(0, queue_action_QA_TAILDROP)
+    );
+    assert_eq!(stats.marked, e.marked + n.marked);
+    assert_eq!(stats.dropped, e.dropped + n.dropped);
+    // The qdisc saw what the marker let through: it sent it or tail-dropped
+    // it (plus a few packets of neighbour discovery before the burst).
+    let enqueued = e.pkts + n.pkts - stats.dropped;
+    assert_eq!(qdisc.drops, stats.taildrop, "{qdisc:?}");
+    assert!(
+        (enqueued..=enqueued + 5).contains(&(qdisc.sent_packets + qdisc.drops)),
+        "qdisc {qdisc:?} against {enqueued} enqueued"
+    );
+}
+
+/// The DCTCP profile as a slope on the instantaneous queue: ECT packets are
+/// marked with a probability that rises between min and max, never dropped,
+/// while Not-ECT packets below the Not-ECT profile's min pass untouched.
+#[test]
+fn dual_slope_marks_between_min_and_max_and_never_drops_ect() {
+    const WIRE: u32 = 1042;
+    let (samples, stats, _) = mixed_burst_through(
+        Backend::BpfDual {
+            ect: tc_qdisc::RedProfile {
+                min_bytes: 5 * WIRE,
+                max_bytes: 25 * WIRE,
+                max_p: 0.5,
+                weight: 1.0,
+            },
+            not_ect: tc_qdisc::RedProfile {
+                min_bytes: 40 * WIRE,
+                max_bytes: 45 * WIRE,
+                max_p: 0.1,
+                weight: 1.0,
+            },
+        },
+        BURST,
+    );
+    let ect: Vec<_> = samples
+        .iter()
+        .filter(|s| s.ecn == ECT0 && s.qlen < BUFFER)
+        .collect();
+    for s in &ect {
+        let want_mark = s.backlog >= 25 * WIRE;
+        let no_mark = s.backlog < 5 * WIRE;
+        assert_ne!(
+            action(s),
+            queue_action_QA_DROP,
+            "ECT dropped at {}",
+            s.backlog
+        );
+        if want_mark {
+            assert_eq!(action(s), queue_action_QA_MARK, "at {}", s.backlog);
+        }
+        if no_mark {
+            assert_eq!(action(s), queue_action_QA_PASS, "at {}", s.backlog);
+        }
+    }
+    let slope: Vec<_> = ect
+        .iter()
+        .filter(|s| (6 * WIRE..24 * WIRE).contains(&s.backlog))
+        .collect();
+    let marked = slope
+        .iter()
+        .filter(|s| action(s) == queue_action_QA_MARK)
+        .count();
+    assert!(
+        marked > 0 && marked < slope.len(),
+        "slope: {marked} of {} marked",
+        slope.len()
+    );
+    for s in samples
+        .iter()
+        .filter(|s| s.ecn == 0 && s.backlog < 40 * WIRE)
+    {
+        assert_eq!(action(s), queue_action_QA_PASS, "Not-ECT at {}", s.backlog);
+    }
+    assert_eq!(stats.ect.dropped, 0);
 }

@@ -5,8 +5,8 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::intf::{
-    marker_config, marker_mode_MARKER_PROBE, marker_mode_MARKER_RED, marker_mode_MARKER_STEP,
-    MARKER_PROB_ONE,
+    marker_config, marker_mode_MARKER_DUAL, marker_mode_MARKER_PROBE, marker_mode_MARKER_RED,
+    marker_mode_MARKER_STEP, red_profile, MARKER_PROB_ONE,
 };
 
 /// Bytes one MTU-sized packet occupies in the queue (1500 + Ethernet).
@@ -27,6 +27,13 @@ pub enum Backend {
         max_p: f64,
         wlog: u32,
     },
+    /// Seed 002's dual AQM in BPF: one queue, two RED profiles on their own
+    /// averages of its backlog; ECN-capable packets marked by `ect`,
+    /// the others dropped by `not_ect`.
+    BpfDual {
+        ect: RedProfile,
+        not_ect: RedProfile,
+    },
     /// The kernel's sch_red with `ecn`, thresholds in packets.
     /// [`Backend::red_step`] makes it Mininet's DCTCP switch.
     Red {
@@ -44,6 +51,7 @@ impl Backend {
             Backend::Droptail => "droptail",
             Backend::BpfStep { .. } => "bpf-step",
             Backend::BpfRed { .. } => "bpf-red",
+            Backend::BpfDual { .. } => "bpf-dual",
             Backend::Red { .. } => "red",
             Backend::FqCodel { .. } => "fq_codel",
         }
@@ -110,6 +118,13 @@ impl Backend {
                     "red: probability = {probability} must be in (0, 1]"
                 );
             }
+            Backend::BpfDual {
+                ref ect,
+                ref not_ect,
+            } => {
+                ect.validate("ECT profile", buffer_pkts)?;
+                not_ect.validate("Not-ECT profile", buffer_pkts)?;
+            }
             Backend::FqCodel { ce_threshold_us } => {
                 anyhow::ensure!(
                     ce_threshold_us >= 1,
@@ -124,9 +139,10 @@ impl Backend {
     pub fn child_qdisc(&self, buffer_pkts: u32, rate_bps: u64) -> Vec<String> {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         match *self {
-            Backend::Droptail | Backend::BpfStep { .. } | Backend::BpfRed { .. } => {
-                s(&["pfifo", "limit", &buffer_pkts.to_string()])
-            }
+            Backend::Droptail
+            | Backend::BpfStep { .. }
+            | Backend::BpfRed { .. }
+            | Backend::BpfDual { .. } => s(&["pfifo", "limit", &buffer_pkts.to_string()]),
             Backend::Red {
                 min,
                 max,
@@ -178,9 +194,10 @@ impl Backend {
         }
     }
 
-    /// What the BPF program on the bottleneck does for this backend. It
-    /// always probes; it marks only for the BPF backends.
-    pub fn marker_config(&self, buffer_pkts: u32, sample: u32) -> marker_config {
+    /// What the BPF program on the bottleneck does for this backend at a
+    /// link of `rate_bps`. It always probes; it marks only for the BPF
+    /// backends.
+    pub fn marker_config(&self, buffer_pkts: u32, rate_bps: u64, sample: u32) -> marker_config {
         let mut c = marker_config {
             mode: marker_mode_MARKER_PROBE,
             sample,
@@ -203,6 +220,16 @@ impl Backend {
                 c.red_max_p = (max_p * f64::from(MARKER_PROB_ONE)).round() as u32;
                 c.red_wlog = wlog;
             }
+            Backend::BpfDual {
+                ref ect,
+                ref not_ect,
+            } => {
+                c.mode = marker_mode_MARKER_DUAL;
+                c.ect = ect.to_bpf();
+                c.not_ect = not_ect.to_bpf();
+                c.idle_pkt_ns =
+                    (f64::from(PKT_BYTES) * 8e9 / rate_bps.max(1) as f64).round() as u32;
+            }
             _ => {}
         }
         // pfifo drops an arrival that finds the queue full; the probe can say
@@ -211,6 +238,81 @@ impl Backend {
             c.limit_pkts = buffer_pkts;
         }
         c
+    }
+}
+
+/// One RED profile of [`Backend::BpfDual`], thresholds in bytes of backlog.
+/// `min == max` is a step at `min` (DCTCP's K when `weight` is 1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RedProfile {
+    pub min_bytes: u32,
+    pub max_bytes: u32,
+    /// Probability of a mark (or drop) as the average reaches max; every
+    /// packet of the class at or above it.
+    pub max_p: f64,
+    /// The average's weight per arrival, rounded to a power of two
+    /// ([`RedProfile::wlog`]); 1 follows the instantaneous queue.
+    pub weight: f64,
+}
+
+/// The smallest weight the BPF average can apply: 2^-16.
+pub const RED_WEIGHT_MIN: f64 = 1.0 / 65536.0;
+
+impl RedProfile {
+    /// DCTCP's step: every packet when the queue holds at least `k_bytes`.
+    pub fn step(k_bytes: u32) -> RedProfile {
+        RedProfile {
+            min_bytes: k_bytes,
+            max_bytes: k_bytes,
+            max_p: 1.0,
+            weight: 1.0,
+        }
+    }
+
+    /// `w = 2^-wlog`, the power of two nearest `weight` (0.002 is 2^-9,
+    /// 0.00195): what the BPF average uses, as the kernel's sch_red does.
+    pub fn wlog(&self) -> u32 {
+        (-self.weight.log2()).round().clamp(0.0, 16.0) as u32
+    }
+
+    /// The weight really applied, 2^-wlog.
+    pub fn effective_weight(&self) -> f64 {
+        (-f64::from(self.wlog())).exp2()
+    }
+
+    fn validate(&self, what: &str, buffer_pkts: u32) -> Result<()> {
+        let limit = u64::from(buffer_pkts) * u64::from(PKT_BYTES);
+        anyhow::ensure!(
+            self.min_bytes >= 1 && self.min_bytes <= self.max_bytes,
+            "bpf-dual {what}: need 1 <= min <= max bytes, got min {} max {}",
+            self.min_bytes,
+            self.max_bytes
+        );
+        anyhow::ensure!(
+            u64::from(self.max_bytes) <= limit,
+            "bpf-dual {what}: max {} bytes above the buffer ({buffer_pkts} packets, {limit} bytes)",
+            self.max_bytes
+        );
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&self.max_p),
+            "bpf-dual {what}: max_p = {} must be in [0, 1]",
+            self.max_p
+        );
+        anyhow::ensure!(
+            self.weight >= RED_WEIGHT_MIN && self.weight <= 1.0,
+            "bpf-dual {what}: weight = {} must be in [2^-16, 1] (0 would never move the average)",
+            self.weight
+        );
+        Ok(())
+    }
+
+    fn to_bpf(&self) -> red_profile {
+        red_profile {
+            min_bytes: self.min_bytes,
+            max_bytes: self.max_bytes,
+            max_p: (self.max_p * f64::from(MARKER_PROB_ONE)).round() as u32,
+            wlog: self.wlog(),
+        }
     }
 }
 
@@ -266,17 +368,27 @@ mod tests {
 
     #[test]
     fn marker_modes() {
-        assert_eq!(Backend::BpfStep { k: 20 }.marker_config(100, 1).k_pkts, 20);
         assert_eq!(
-            Backend::Droptail.marker_config(100, 1).mode,
+            Backend::BpfStep { k: 20 }
+                .marker_config(100, 100_000_000, 1)
+                .k_pkts,
+            20
+        );
+        assert_eq!(
+            Backend::Droptail.marker_config(100, 100_000_000, 1).mode,
             marker_mode_MARKER_PROBE
         );
-        assert_eq!(Backend::Droptail.marker_config(100, 1).limit_pkts, 100);
+        assert_eq!(
+            Backend::Droptail
+                .marker_config(100, 100_000_000, 1)
+                .limit_pkts,
+            100
+        );
         assert_eq!(
             Backend::FqCodel {
                 ce_threshold_us: 1000
             }
-            .marker_config(100, 1)
+            .marker_config(100, 100_000_000, 1)
             .limit_pkts,
             0
         );
@@ -286,7 +398,69 @@ mod tests {
             max_p: 0.1,
             wlog: 9,
         }
-        .marker_config(100, 1);
+        .marker_config(100, 100_000_000, 1);
         assert_eq!(red.red_max_p, 6554);
+    }
+
+    fn reno_profile(min: u32) -> RedProfile {
+        RedProfile {
+            min_bytes: min,
+            max_bytes: 3 * min,
+            max_p: 0.1,
+            weight: 0.002,
+        }
+    }
+
+    #[test]
+    fn dual_profiles_reach_the_program() {
+        let b = Backend::BpfDual {
+            ect: RedProfile::step(8_984),
+            not_ect: reno_profile(3_906),
+        };
+        b.validate(200).unwrap();
+        let c = b.marker_config(200, 10_000_000, 1);
+        assert_eq!(c.mode, marker_mode_MARKER_DUAL);
+        assert_eq!(
+            (c.ect.min_bytes, c.ect.max_bytes, c.ect.max_p, c.ect.wlog),
+            (8_984, 8_984, 65_536, 0)
+        );
+        assert_eq!(
+            (
+                c.not_ect.min_bytes,
+                c.not_ect.max_bytes,
+                c.not_ect.max_p,
+                c.not_ect.wlog
+            ),
+            (3_906, 11_718, 6_554, 9)
+        );
+        // 1514 bytes at 10 Mbit/s.
+        assert_eq!(c.idle_pkt_ns, 1_211_200);
+        assert_eq!(c.limit_pkts, 200);
+        assert!((reno_profile(1).effective_weight() - 0.001_953_125).abs() < 1e-12);
+    }
+
+    #[test]
+    fn dual_refuses_what_red_cannot_mean() {
+        let dual = |ect: RedProfile| Backend::BpfDual {
+            ect,
+            not_ect: reno_profile(3_906),
+        };
+        let err = |b: Backend| b.validate(200).unwrap_err().to_string();
+        let mut p = RedProfile::step(9_000);
+        p.min_bytes = 10_000;
+        assert!(err(dual(p)).contains("min <= max"));
+        assert!(err(dual(RedProfile::step(0))).contains("1 <= min"));
+        assert!(err(dual(RedProfile::step(400_000))).contains("above the buffer"));
+        let mut p = RedProfile::step(9_000);
+        p.max_p = 1.5;
+        assert!(err(dual(p)).contains("[0, 1]"));
+        let mut p = RedProfile::step(9_000);
+        p.weight = 0.0;
+        assert!(err(dual(p.clone())).contains("weight"));
+        p.weight = 1.5;
+        assert!(err(dual(p)).contains("weight"));
+        let mut p = RedProfile::step(9_000);
+        p.max_p = 0.0;
+        assert!(dual(p).validate(200).is_ok(), "a slope of 0 is a profile");
     }
 }

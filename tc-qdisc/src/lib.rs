@@ -12,6 +12,6 @@ pub mod qdisc_stats;
 mod skel;
 pub mod tc;
 
-pub use backend::Backend;
+pub use backend::{Backend, RedProfile};
 pub use bottleneck::Bottleneck;
 pub use marker::{BpfSwitch, QueueTrace, RxFlow};

@@ -107,6 +107,17 @@ pub fn add(a: &marker_stats, b: &marker_stats) -> marker_stats {
         ring_full: a.ring_full + b.ring_full,
         departed: a.departed + b.departed,
         departures_lost: a.departures_lost + b.departures_lost,
+        ect: add_class(&a.ect, &b.ect),
+        not_ect: add_class(&a.not_ect, &b.not_ect),
+    }
+}
+
+fn add_class(a: &intf::class_counts, b: &intf::class_counts) -> intf::class_counts {
+    intf::class_counts {
+        pkts: a.pkts + b.pkts,
+        marked: a.marked + b.marked,
+        dropped: a.dropped + b.dropped,
+        taildrop: a.taildrop + b.taildrop,
     }
 }
 

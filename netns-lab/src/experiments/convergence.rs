@@ -537,6 +537,7 @@ pub fn run(
                 trace_algorithm: None,
                 short_flows: None,
                 rwnd_clamp_bytes: v.marks().then(|| cfg.window_cap(rate) * SEGMENT_BYTES),
+                no_ecn_senders: Vec::new(),
             };
             let msg = format!(
                 "run {}/{total}: {} at {}",

@@ -206,7 +206,11 @@ pub fn repairs_line(runs: impl Iterator<Item = (String, (u64, u64, u64))>) -> St
         .collect();
     format!(
         "Guard repairs (README \"Known issue\"): {}.",
-        if v.is_empty() { "none in any run".to_string() } else { v.join("; ") }
+        if v.is_empty() {
+            "none in any run".to_string()
+        } else {
+            v.join("; ")
+        }
     )
 }
 

@@ -729,10 +729,10 @@ fn summary(cfg: &SawtoothConfig, runs: &[SawRun]) -> String {
     let _ = writeln!(
         s,
         "{}\n",
-        repairs_line(
-            runs.iter()
-                .map(|r| (format!("{}, N = {}", r.pair.label(), r.flows), r.guard_repairs))
-        )
+        repairs_line(runs.iter().map(|r| (
+            format!("{}, N = {}", r.pair.label(), r.flows),
+            r.guard_repairs
+        )))
     );
     let _ = writeln!(
         s,

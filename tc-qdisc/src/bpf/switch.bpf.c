@@ -5,10 +5,12 @@
  * bottleneck_egress (tcx egress of the switch port toward the receiver) sees
  * every packet before the root qdisc enqueues it, reads the qdisc's backlog
  * and, by mode, only records it (a kernel qdisc marks), marks CE at a
- * threshold K on the instantaneous queue (DCTCP's switch), or runs RED on the
- * average queue with marking. Packets that are not ECN-capable are dropped
- * where they would have been marked, as a switch does. Every arrival (or every
- * sample-th) goes to a ring buffer: the queue probe.
+ * threshold K on the instantaneous queue (DCTCP's switch), runs RED on the
+ * average queue with marking, or runs seed 002's dual AQM: one queue, two RED
+ * profiles chosen by the packet's ECN field, ECN-capable packets marked by
+ * one, the others dropped by the other. Packets that are not ECN-capable are
+ * dropped where they would have been marked, as a switch does. Every arrival
+ * (or every sample-th) goes to a ring buffer: the queue probe.
  *
  * bottleneck_dequeue (tracepoint qdisc_dequeue) records every dequeue from
  * that same root qdisc and the queue it leaves behind: between them the two
@@ -80,6 +82,30 @@ struct {
 	__type(key, u32);
 	__type(value, struct red_state);
 } red SEC(".maps");
+
+/* The dual AQM's two averages of the backlog (bytes << DUAL_AVG_SHIFT) and
+ * Floyd's counts, index DUAL_ECT or DUAL_NOT_ECT. */
+#define DUAL_ECT      0
+#define DUAL_NOT_ECT  1
+#define DUAL_AVG_SHIFT 8
+
+struct dual_state {
+	struct bpf_spin_lock lock;
+	u64 avg[2];
+	u32 count[2];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct dual_state);
+} dual SEC(".maps");
+
+/* When the bottleneck's queue last went empty (the departure probe sets it,
+ * the first arrival after it clears it): how long the dual AQM's averages
+ * have seen no arrivals to pull them down. */
+u64 idle_since_ns = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -183,6 +209,91 @@ static __always_inline bool red_decide(u32 qlen)
 	return mark;
 }
 
+/* (1 - 2^-wlog)^m applied to avg, by squaring in Q30: RED's aging of the
+ * average over m packet times of idle link, as if m arrivals found it empty.
+ * Past 2^15 packet times any weight above 2^-12 has taken it to nothing. */
+#define Q30 (1ULL << 30)
+static __always_inline u64 red_age(u64 avg, u32 wlog, u64 m)
+{
+	u64 f = Q30 - (Q30 >> wlog), r = Q30;
+	int i;
+
+	if (wlog == 0 || m == 0)
+		return avg;
+	if (m >= (1 << 15))
+		return 0;
+	for (i = 0; i < 15; i++) {
+		if (m & (1ULL << i))
+			r = (r * f) >> 30;
+		f = (f * f) >> 30;
+	}
+	/* avg < 2^40 (bytes << 8) and r <= 2^30: no overflow in 64 bits. */
+	return (avg >> 8) * r >> 22;
+}
+
+/* One profile's update and decision, with its state's lock held: RED on the
+ * profile's own average of the backlog (bytes), Floyd's count for evenly
+ * spaced hits between the thresholds. rnd is in [0, MARKER_PROB_ONE). */
+static __always_inline bool red_profile_hit(const volatile struct red_profile *p, u64 *avg,
+					    u32 *count, u32 backlog, u64 rnd)
+{
+	u64 a = *avg, q = (u64)backlog << DUAL_AVG_SHIFT;
+	u64 min = (u64)p->min_bytes << DUAL_AVG_SHIFT, max = (u64)p->max_bytes << DUAL_AVG_SHIFT;
+	u64 pb, cpb;
+
+	/* avg += w (q - avg), w = 2^-wlog; wlog 0 is the instantaneous queue. */
+	a = a - (a >> p->wlog) + (q >> p->wlog);
+	*avg = a;
+	if (a < min) {
+		*count = 0;
+		return false;
+	}
+	if (a >= max) {
+		*count = 0;
+		return true;
+	}
+	pb = (u64)p->max_p * (a - min) / (max - min);
+	*count += 1;
+	cpb = pb * *count;
+	if (cpb >= MARKER_PROB_ONE || rnd * (MARKER_PROB_ONE - cpb) < pb * MARKER_PROB_ONE) {
+		*count = 0;
+		return true;
+	}
+	return false;
+}
+
+/* The dual AQM: both averages follow the shared queue at every arrival; the
+ * packet's class picks the profile that decides (mark or drop). */
+static __always_inline bool dual_decide(u32 qlen, u32 backlog, bool ect)
+{
+	u64 rnd = bpf_get_prandom_u32() & (MARKER_PROB_ONE - 1);
+	u64 now = bpf_ktime_get_ns(), idle = 0, since = idle_since_ns;
+	struct dual_state *st;
+	u32 zero = 0;
+	bool hit_ect, hit_not_ect;
+
+	/* An arrival at an empty queue ends its idle time; the averages age
+	 * first by the packet times it lasted (RED's idle-period rule). */
+	if (qlen == 0 && since && cfg.idle_pkt_ns) {
+		idle = (now > since ? now - since : 0) / cfg.idle_pkt_ns;
+		idle_since_ns = 0;
+	}
+	st = bpf_map_lookup_elem(&dual, &zero);
+	if (!st)
+		return false;
+	bpf_spin_lock(&st->lock);
+	if (idle) {
+		st->avg[DUAL_ECT] = red_age(st->avg[DUAL_ECT], cfg.ect.wlog, idle);
+		st->avg[DUAL_NOT_ECT] = red_age(st->avg[DUAL_NOT_ECT], cfg.not_ect.wlog, idle);
+	}
+	hit_ect = red_profile_hit(&cfg.ect, &st->avg[DUAL_ECT], &st->count[DUAL_ECT],
+				  backlog, rnd);
+	hit_not_ect = red_profile_hit(&cfg.not_ect, &st->avg[DUAL_NOT_ECT],
+				      &st->count[DUAL_NOT_ECT], backlog, rnd);
+	bpf_spin_unlock(&st->lock);
+	return ect ? hit_ect : hit_not_ect;
+}
+
 SEC("tcx/egress")
 int bottleneck_egress(struct __sk_buff *ctx)
 {
@@ -215,6 +326,8 @@ int bottleneck_egress(struct __sk_buff *ctx)
 			    (cfg.k_bytes && backlog >= cfg.k_bytes);
 	} else if (cfg.mode == MARKER_RED) {
 		congested = red_decide(qlen);
+	} else if (cfg.mode == MARKER_DUAL && ipv4) {
+		congested = dual_decide(qlen, backlog, p.ecn != 0);
 	}
 	if (congested && ipv4) {
 		if (p.ecn == 0) {
@@ -233,6 +346,14 @@ int bottleneck_egress(struct __sk_buff *ctx)
 		s->dropped += action == QA_DROP;
 		s->taildrop += action == QA_TAILDROP;
 		s->ce_in += p.ecn == INET_ECN_CE;
+		if (ipv4) {
+			struct class_counts *c = p.ecn ? &s->ect : &s->not_ect;
+
+			c->pkts++;
+			c->marked += action == QA_MARK;
+			c->dropped += action == QA_DROP;
+			c->taildrop += action == QA_TAILDROP;
+		}
 	}
 
 	if (cfg.sample && (cfg.sample == 1 || bpf_get_prandom_u32() % cfg.sample == 0)) {
@@ -268,6 +389,8 @@ int BPF_PROG(bottleneck_dequeue, struct Qdisc *q, const struct netdev_queue *txq
 	/* packets is 1 even when the qdisc had nothing to give (skb NULL). */
 	if (!skb || (u64)q != bottleneck_qdisc)
 		return 0;
+	if (q->q.qlen == 0)
+		idle_since_ns = bpf_ktime_get_ns();
 	s = bpf_map_lookup_elem(&stats, &zero);
 	if (s)
 		s->departed += packets;
