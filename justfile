@@ -60,6 +60,11 @@ lab-convergence *ARGS: _root
     cargo build --release --workspace
     target/release/lab convergence {{ARGS}}
 
+# DCTCP beside Reno through seed 002's dual AQM (Table I, Figs. 5-10), about 55 min: `just lab-coexist --quick`, `lab coexist --help`
+lab-coexist *ARGS: _root
+    cargo build --release --workspace
+    target/release/lab coexist {{ARGS}}
+
 # xDCTCP against DCTCP with short flows, and a (g, ns, nl) sweep (seed 003): `just lab-xdctcp --quick`, `lab xdctcp --help`
 lab-xdctcp *ARGS: _root
     cargo build --release --workspace

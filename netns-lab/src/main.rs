@@ -105,6 +105,22 @@ enum Command {
     /// Writes results/convergence/<timestamp>/: rates_<rate>.png (the
     /// paper's figure), convergence.png, rates.csv, phases.csv, summary.md.
     Convergence(netns_lab::experiments::convergence::ConvergenceArgs),
+    /// DCTCP beside Reno through one queue: seed 002's dual AQM.
+    ///
+    /// bpf_dctcp (ECN) and the kernel's reno (ECN off) share a 10 Mbit/s
+    /// bottleneck at 25 ms through `bpf-dual`: one queue, two RED profiles
+    /// on their own averages of it, ECN-capable packets marked by the DCTCP
+    /// profile, Not-ECT packets dropped by the Reno profile (Min_Thresh M,
+    /// Max_Thresh 3 M, Max_Prob 0.1, w 0.002). Parts: step (K / M swept per
+    /// M, the seed's Fig. 5 and Table I with a two-Reno baseline), flows (N
+    /// DCTCP against one Reno, Fig. 6), slope (Max_Prob_DCTCP swept, Figs.
+    /// 7-9, beside the seed's equation 3), equal (the equal-sharing rule
+    /// over M, Fig. 10), starvation (one step marker for both classes).
+    /// About 55 min by default. Writes results/coexist/<timestamp>/:
+    /// runs.csv, runs.json, step.png, flows.png, slope.png,
+    /// max_fairness.png, equal.png, summary.md (our Table I beside the
+    /// seed's).
+    Coexist(netns_lab::experiments::coexist::CoexistArgs),
     /// xDCTCP against DCTCP with short flows beside long ones (seed 003).
     ///
     /// Long flows plus short flows (Poisson arrivals, sizes uniform between
@@ -392,6 +408,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
         Command::Ksweep(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
         Command::Sawtooth(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
         Command::Convergence(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
+        Command::Coexist(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
         Command::Xdctcp {
             quick,
             link: OneRate { rate, star, rtt },

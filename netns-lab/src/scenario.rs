@@ -160,6 +160,29 @@ pub struct MarkerCounts {
     pub taildrop: u64,
     pub ring_full: u64,
     pub departures_lost: u64,
+    /// Per class of arrival: ECN-capable, and not.
+    pub ect: ClassCounts,
+    pub not_ect: ClassCounts,
+}
+
+/// What the marker did to one class of arrivals (`struct class_counts`).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct ClassCounts {
+    pub pkts: u64,
+    pub marked: u64,
+    pub dropped: u64,
+    pub taildrop: u64,
+}
+
+impl From<loader::intf::class_counts> for ClassCounts {
+    fn from(c: loader::intf::class_counts) -> Self {
+        ClassCounts {
+            pkts: c.pkts,
+            marked: c.marked,
+            dropped: c.dropped,
+            taildrop: c.taildrop,
+        }
+    }
 }
 
 impl From<marker_stats> for MarkerCounts {
@@ -171,6 +194,8 @@ impl From<marker_stats> for MarkerCounts {
             taildrop: s.taildrop,
             ring_full: s.ring_full,
             departures_lost: s.departures_lost,
+            ect: s.ect.into(),
+            not_ect: s.not_ect.into(),
         }
     }
 }

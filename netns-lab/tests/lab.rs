@@ -488,6 +488,7 @@ fn ctrl_c_leaves_nothing_in_any_experiment() {
         &["variants", "--quick", "--duration", "20"],
         &["incast", "--quick", "--rounds", "100000"],
         &["rpc", "--quick", "--duration", "20"],
+        &["coexist", "--quick", "--duration", "20"],
     ] {
         interrupt_mid_run(args);
     }

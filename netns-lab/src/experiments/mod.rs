@@ -1,5 +1,6 @@
 //! The experiments of the seeds, each writing a results directory.
 
+pub mod coexist;
 pub mod convergence;
 pub mod incast;
 pub mod ksweep;
@@ -138,6 +139,16 @@ impl Experiment for convergence::ConvergenceConfig {
     }
     fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
         convergence::run(self, out, stop).map(drop)
+    }
+}
+
+impl Experiment for coexist::CoexistConfig {
+    const NAME: &'static str = "coexist";
+    fn validate(&self) -> Result<()> {
+        coexist::CoexistConfig::validate(self)
+    }
+    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
+        coexist::run(self, out, stop).map(drop)
     }
 }
 

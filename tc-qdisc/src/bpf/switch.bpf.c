@@ -102,9 +102,9 @@ struct {
 	__type(value, struct dual_state);
 } dual SEC(".maps");
 
-/* When the bottleneck's queue last went empty (the departure probe sets it,
- * the first arrival after it clears it): how long the dual AQM's averages
- * have seen no arrivals to pull them down. */
+/* Since when the dual AQM's averages have not been aged for an empty queue:
+ * the departure probe sets it when the queue goes empty, each arrival at the
+ * empty queue moves it to its own time. */
 u64 idle_since_ns = 0;
 
 struct {
@@ -272,11 +272,15 @@ static __always_inline bool dual_decide(u32 qlen, u32 backlog, bool ect)
 	u32 zero = 0;
 	bool hit_ect, hit_not_ect;
 
-	/* An arrival at an empty queue ends its idle time; the averages age
-	 * first by the packet times it lasted (RED's idle-period rule). */
+	/* An arrival at an empty queue first ages the averages by the packet
+	 * times the link sat idle (RED's idle-period rule). The idle time then
+	 * counts on from now: if this packet is dropped the queue stays empty
+	 * and the next arrival ages them by what came after it (without that, a
+	 * Reno average left above max drops every retransmission of a flow in
+	 * timeout and only decays by w per arrival). */
 	if (qlen == 0 && since && cfg.idle_pkt_ns) {
 		idle = (now > since ? now - since : 0) / cfg.idle_pkt_ns;
-		idle_since_ns = 0;
+		idle_since_ns = now;
 	}
 	st = bpf_map_lookup_elem(&dual, &zero);
 	if (!st)
