@@ -176,6 +176,21 @@ fn mixed_burst_through(
     tc_qdisc::intf::marker_stats,
     tc_qdisc::qdisc_stats::QdiscCounters,
 ) {
+    mixed_bursts_through(backend, &[(pairs, Duration::ZERO)], false)
+}
+
+/// As [`mixed_burst_through`], for several bursts, each followed by its
+/// pause; `departures` attaches the departure probe, which tells the dual
+/// AQM when the queue went empty.
+fn mixed_bursts_through(
+    backend: Backend,
+    bursts: &[(usize, Duration)],
+    departures: bool,
+) -> (
+    Vec<queue_sample>,
+    tc_qdisc::intf::marker_stats,
+    tc_qdisc::qdisc_stats::QdiscCounters,
+) {
     require_root();
     let star = Star::build(&StarSpec::senders(1)).unwrap();
     let b = Bottleneck {
@@ -188,13 +203,14 @@ fn mixed_burst_through(
     let mut sw = BpfSwitch::start(
         None,
         b.backend.marker_config(BUFFER, b.rate_bps, 1),
-        false,
+        departures,
         &star.switch.path(),
         &star.bottleneck_if,
         &star.receiver.ns.path(),
         &star.receiver.ifname,
     )
     .unwrap();
+    let bursts = bursts.to_vec();
     star.senders[0]
         .ns
         .run(move || {
@@ -215,9 +231,12 @@ fn mixed_burst_through(
                 s
             };
             let (ect, plain) = (sock(ECT0), sock(0));
-            for _ in 0..pairs {
-                ect.send_to(&[0u8; 1000], (RECEIVER_ADDR, 9)).unwrap();
-                plain.send_to(&[0u8; 1000], (RECEIVER_ADDR, 9)).unwrap();
+            for (pairs, pause) in bursts {
+                for _ in 0..pairs {
+                    ect.send_to(&[0u8; 1000], (RECEIVER_ADDR, 9)).unwrap();
+                    plain.send_to(&[0u8; 1000], (RECEIVER_ADDR, 9)).unwrap();
+                }
+                std::thread::sleep(pause);
             }
         })
         .unwrap();
@@ -418,4 +437,44 @@ fn dual_slope_marks_between_min_and_max_and_never_drops_ect() {
         assert_eq!(action(s), queue_action_QA_PASS, "Not-ECT at {}", s.backlog);
     }
     assert_eq!(stats.ect.dropped, 0);
+}
+
+/// RED's idle rule in the dual AQM: a burst drives the Not-ECT profile's
+/// slow average far above max, so its last Not-ECT packets are all dropped;
+/// the queue drains and the link idles for about 80 packet times, which age
+/// the average by (7/8)^80 at the next arrival, and the next burst's first
+/// Not-ECT packet passes. Without the aging the average would still be above
+/// max there (it falls by 1/8 per arrival) and that packet would be dropped.
+#[test]
+fn dual_ages_its_averages_over_an_idle_link() {
+    const WIRE: u32 = 1042;
+    let (samples, _, _) = mixed_bursts_through(
+        Backend::BpfDual {
+            ect: tc_qdisc::RedProfile::step(45 * WIRE),
+            not_ect: tc_qdisc::RedProfile {
+                min_bytes: 2 * WIRE,
+                max_bytes: 6 * WIRE,
+                max_p: 0.1,
+                weight: 0.125,
+            },
+        },
+        // The first burst drains in 0.3 s at 1 Mbit/s; 1.3 s of pause.
+        &[(30, Duration::from_millis(1300)), (5, Duration::ZERO)],
+        true,
+    );
+    assert_eq!(samples.len(), 70, "every arrival probed");
+    let not_ect: Vec<&queue_sample> = samples.iter().filter(|s| s.ecn == 0).collect();
+    let (first, second) = not_ect.split_at(30);
+    assert!(
+        first[25..].iter().all(|s| action(s) == queue_action_QA_DROP),
+        "the first burst's average never passed max: {:?}",
+        first.iter().map(|s| (s.backlog, action(s))).collect::<Vec<_>>()
+    );
+    let idle_ns = second[0].ts_ns - first[29].ts_ns;
+    assert!(idle_ns > 1_000_000_000, "pause of {idle_ns} ns");
+    assert_eq!(
+        action(second[0]),
+        queue_action_QA_PASS,
+        "after {idle_ns} ns of idle link the average still dropped the first Not-ECT packet"
+    );
 }
