@@ -45,6 +45,34 @@ pub fn rate_tag(bps: u64) -> String {
         .replace(" kbit/s", "k")
 }
 
+/// `1/8`, `0.125` or `1`: a non-negative finite number.
+pub fn parse_fraction(s: &str) -> Result<f64, String> {
+    let v = match s.split_once('/') {
+        Some((a, b)) => {
+            let (a, b): (f64, f64) = (
+                a.trim()
+                    .parse()
+                    .map_err(|_| format!("`{s}`: not a number"))?,
+                b.trim()
+                    .parse()
+                    .map_err(|_| format!("`{s}`: not a number"))?,
+            );
+            if b == 0.0 {
+                return Err(format!("`{s}`: division by zero"));
+            }
+            a / b
+        }
+        None => s
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}`: not a number"))?,
+    };
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("`{s}`: must be a finite number >= 0"));
+    }
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,6 +25,24 @@ fn require_root() {
     );
 }
 
+/// A UDP socket whose datagrams leave with `tos` (the ECN field here).
+fn udp_with_tos(tos: u8) -> UdpSocket {
+    let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+    let tos = libc::c_int::from(tos);
+    // SAFETY: setting IP_TOS on our own socket.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_TOS,
+            (&tos as *const libc::c_int).cast(),
+            4,
+        )
+    };
+    assert_eq!(rc, 0);
+    s
+}
+
 /// Sends `BURST` UDP datagrams of 1000 bytes with the given ECN field from
 /// sender 0 and returns the probe's samples of them.
 fn burst_through(backend: Backend, ecn: u8) -> Vec<queue_sample> {
@@ -49,19 +67,7 @@ fn burst_through(backend: Backend, ecn: u8) -> Vec<queue_sample> {
     star.senders[0]
         .ns
         .run(move || {
-            let s = UdpSocket::bind("0.0.0.0:0").unwrap();
-            let tos = libc::c_int::from(ecn);
-            // SAFETY: setting IP_TOS on our own socket.
-            let rc = unsafe {
-                libc::setsockopt(
-                    s.as_raw_fd(),
-                    libc::IPPROTO_IP,
-                    libc::IP_TOS,
-                    (&tos as *const libc::c_int).cast(),
-                    4,
-                )
-            };
-            assert_eq!(rc, 0);
+            let s = udp_with_tos(ecn);
             for _ in 0..BURST {
                 s.send_to(&[0u8; 1000], (RECEIVER_ADDR, 9)).unwrap();
             }
@@ -214,23 +220,7 @@ fn mixed_bursts_through(
     star.senders[0]
         .ns
         .run(move || {
-            let sock = |tos: u8| {
-                let s = UdpSocket::bind("0.0.0.0:0").unwrap();
-                let tos = libc::c_int::from(tos);
-                // SAFETY: setting IP_TOS on our own socket.
-                let rc = unsafe {
-                    libc::setsockopt(
-                        s.as_raw_fd(),
-                        libc::IPPROTO_IP,
-                        libc::IP_TOS,
-                        (&tos as *const libc::c_int).cast(),
-                        4,
-                    )
-                };
-                assert_eq!(rc, 0);
-                s
-            };
-            let (ect, plain) = (sock(ECT0), sock(0));
+            let (ect, plain) = (udp_with_tos(ECT0), udp_with_tos(0));
             for (pairs, pause) in bursts {
                 for _ in 0..pairs {
                     ect.send_to(&[0u8; 1000], (RECEIVER_ADDR, 9)).unwrap();
@@ -466,9 +456,14 @@ fn dual_ages_its_averages_over_an_idle_link() {
     let not_ect: Vec<&queue_sample> = samples.iter().filter(|s| s.ecn == 0).collect();
     let (first, second) = not_ect.split_at(30);
     assert!(
-        first[25..].iter().all(|s| action(s) == queue_action_QA_DROP),
+        first[25..]
+            .iter()
+            .all(|s| action(s) == queue_action_QA_DROP),
         "the first burst's average never passed max: {:?}",
-        first.iter().map(|s| (s.backlog, action(s))).collect::<Vec<_>>()
+        first
+            .iter()
+            .map(|s| (s.backlog, action(s)))
+            .collect::<Vec<_>>()
     );
     let idle_ns = second[0].ts_ns - first[29].ts_ns;
     assert!(idle_ns > 1_000_000_000, "pause of {idle_ns} ns");

@@ -41,7 +41,7 @@ use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::scenario::{Outcome, Scenario};
 use crate::stats::jain;
-use crate::units::{fmt_rate, parse_rate};
+use crate::units::{fmt_rate, parse_fraction, parse_rate};
 
 /// Seed 002's Reno profile: RED's recommended weight and Max_Prob, and
 /// Max_Thresh three times Min_Thresh.
@@ -149,34 +149,6 @@ pub struct CoexistArgs {
     /// Results directory (default results/coexist/<timestamp>).
     #[arg(long)]
     pub out: Option<PathBuf>,
-}
-
-/// `1/8`, `0.125` or `1`: a non-negative finite number.
-pub fn parse_fraction(s: &str) -> Result<f64, String> {
-    let v = match s.split_once('/') {
-        Some((a, b)) => {
-            let (a, b): (f64, f64) = (
-                a.trim()
-                    .parse()
-                    .map_err(|_| format!("`{s}`: not a number"))?,
-                b.trim()
-                    .parse()
-                    .map_err(|_| format!("`{s}`: not a number"))?,
-            );
-            if b == 0.0 {
-                return Err(format!("`{s}`: division by zero"));
-            }
-            a / b
-        }
-        None => s
-            .trim()
-            .parse()
-            .map_err(|_| format!("`{s}`: not a number"))?,
-    };
-    if !v.is_finite() || v < 0.0 {
-        return Err(format!("`{s}`: must be a finite number >= 0"));
-    }
-    Ok(v)
 }
 
 impl CoexistArgs {
