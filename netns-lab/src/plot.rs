@@ -60,6 +60,9 @@ pub struct Chart<'a> {
     /// x holds log2 of the quantity, labelled with the quantity itself: a
     /// logarithmic axis.
     pub log2_x: bool,
+    /// Lines drawn over the series whatever `points` says, e.g. a theory's
+    /// curve beside measured points.
+    pub curves: Vec<Series>,
 }
 
 impl<'a> Chart<'a> {
@@ -75,7 +78,14 @@ impl<'a> Chart<'a> {
             y_max: None,
             points: false,
             log2_x: false,
+            curves: vec![],
         }
+    }
+
+    /// A line over the series (a theory's curve), also in a scatter.
+    pub fn curve(mut self, s: Series) -> Self {
+        self.curves.push(s);
+        self
     }
 
     /// x values are log2 of the quantity; the axis is labelled in the
@@ -110,7 +120,11 @@ impl<'a> Chart<'a> {
 }
 
 fn bounds(c: &Chart<'_>) -> (f64, f64, f64) {
-    let pts = c.series.iter().flat_map(|s| s.points.iter());
+    let pts = c
+        .series
+        .iter()
+        .chain(&c.curves)
+        .flat_map(|s| s.points.iter());
     let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0f64);
     for &(x, y) in pts {
         x0 = x0.min(x);
@@ -155,8 +169,8 @@ fn legend_place(
     (x0, x1, y1): (f64, f64, f64),
 ) -> (SeriesLabelPosition, Option<f64>) {
     use SeriesLabelPosition::{LowerLeft, LowerRight, UpperLeft, UpperRight};
-    let names = c.series.iter().map(|s| s.name.as_str());
-    let entries = c.series.len() + c.hlines.len();
+    let names = c.series.iter().chain(&c.curves).map(|s| s.name.as_str());
+    let entries = c.series.len() + c.curves.len() + c.hlines.len();
     let longest = names
         .chain(c.hlines.iter().map(|(_, l)| l.as_str()))
         .map(|n| n.chars().count())
@@ -172,7 +186,7 @@ fn legend_place(
     // Lines are sampled between their points too, so a sparse line that
     // crosses a corner counts; a reference line counts across its width.
     let mut samples: Vec<(f64, f64)> = vec![];
-    for s in &c.series {
+    for s in c.series.iter().chain(&c.curves) {
         if c.points || s.points.len() > DENSE_POINTS {
             samples.extend(&s.points);
             continue;
@@ -323,6 +337,16 @@ where
         cc.draw_series(LineSeries::new(
             s.points.iter().copied(),
             color.stroke_width(width),
+        ))
+        .map_err(|e| anyhow!("{e}"))?
+        .label(s.name.as_str())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3)));
+    }
+    for (i, s) in chart.curves.iter().enumerate() {
+        let color = palette[(chart.series.len() + i) % palette.len()];
+        cc.draw_series(LineSeries::new(
+            s.points.iter().copied(),
+            color.stroke_width(2),
         ))
         .map_err(|e| anyhow!("{e}"))?
         .label(s.name.as_str())

@@ -777,7 +777,7 @@ fn plots(out: &ResultsDir, cfg: &CoexistConfig, runs: &[CoRun]) -> Result<()> {
             return Ok(());
         }
         let t = [
-            format!("{what}: rate of Reno over DCTCP (log2; 0 is equal)"),
+            format!("{what}: Reno / (Reno + DCTCP), per flow"),
             format!("{what}: utilization"),
             format!("{what}: mean queue"),
         ];
@@ -785,10 +785,14 @@ fn plots(out: &ResultsDir, cfg: &CoexistConfig, runs: &[CoRun]) -> Result<()> {
             Chart::new(
                 &t[0],
                 x_label,
-                "log2(Reno / DCTCP)",
-                series(part, key, &|r| r.ratio.unwrap_or(1.0).log2()),
+                "Reno's share (%)",
+                series(part, key, &|r| {
+                    let q = r.ratio.unwrap_or(1.0);
+                    100.0 * q / (1.0 + q)
+                }),
             )
-            .hline(0.0, "equal rates".into())
+            .y_max(100.0)
+            .hline(50.0, "equal rates".into())
             .points(),
             Chart::new(
                 &t[1],
@@ -830,14 +834,16 @@ fn plots(out: &ResultsDir, cfg: &CoexistConfig, runs: &[CoRun]) -> Result<()> {
     )?;
     if runs.iter().any(|r| r.part == Part::Slope) {
         let best = slope_best(runs);
-        let curve: Vec<(f64, f64)> = (0..=60)
-            .map(|i| 1.1 + f64::from(i) * 0.1)
-            .map(|x| (x, equal_share_prob_ratio(x)))
-            .filter(|p| p.1 <= 12.0)
-            .collect();
-        let measured = best
+        let measured: Vec<(f64, f64)> = best
             .iter()
             .map(|&(min, p, _)| (SLOPE_M / min, p / RENO_MAX_P))
+            .collect();
+        // The curve over the measured span, where its y is on the chart.
+        let x_hi = measured.iter().map(|p| p.0).fold(2.0, f64::max).ceil() + 1.0;
+        let curve: Vec<(f64, f64)> = (0..=200)
+            .map(|i| 1.0 + (x_hi - 1.0) * f64::from(i) / 200.0)
+            .map(|x| (x, equal_share_prob_ratio(x)))
+            .filter(|p| p.1 <= 12.0)
             .collect();
         plot::draw(
             &out.file("max_fairness.png"),
@@ -845,17 +851,15 @@ fn plots(out: &ResultsDir, cfg: &CoexistConfig, runs: &[CoRun]) -> Result<()> {
                 "Maximum fairness of the slope (seed 002 Fig. 9)",
                 "Min_Thresh_Reno / Min_Thresh_DCTCP",
                 "Max_Prob_DCTCP / Max_Prob_Reno",
-                vec![
-                    Series {
-                        name: "y = x / (x - 1) (the seed's equation 3)".into(),
-                        points: curve,
-                    },
-                    Series {
-                        name: "measured: Max_Prob of the highest Jain".into(),
-                        points: measured,
-                    },
-                ],
+                vec![Series {
+                    name: "measured: Max_Prob_DCTCP of the highest Jain".into(),
+                    points: measured,
+                }],
             )
+            .curve(Series {
+                name: "y = x / (x - 1), the seed's equation 3".into(),
+                points: curve,
+            })
             .points(),
         )?;
     }
@@ -936,10 +940,11 @@ fn summary(cfg: &CoexistConfig, runs: &[CoRun]) -> String {
         let _ = writeln!(s, "## Table I: step marking, K / M at maximum fairness\n");
         let _ = writeln!(
             s,
-            "DCTCP's profile a step at K on the instantaneous queue (w = 1). Ours: the grid point of the highest \
-             Jain's index, with the K / M where the rate ratio crosses 1 between grid points; U and O with {} \
-             DCTCP and {} Reno flows (DR) and with {} Reno flows alone (2R). \"Within 10 %\" compares K / M, U_DR \
-             and O_DR with the seed's.\n",
+            "DCTCP's profile a step at K on the instantaneous queue (w = 1). K / M at maximum fairness, ours: \
+             where the rate ratio crosses 1 between two grid points (log-linear), and in brackets the grid point \
+             of the highest Jain's index, whose ratio, U and O the next columns give; U and O with {} DCTCP and \
+             {} Reno flows (DR) and with {} Reno flows alone (2R). \"Within 10 %\" compares K / M (the crossing, \
+             else the grid point), U_DR and O_DR with the seed's.\n",
             cfg.dctcp_flows,
             cfg.reno_flows,
             cfg.dctcp_flows + cfg.reno_flows
@@ -948,7 +953,7 @@ fn summary(cfg: &CoexistConfig, runs: &[CoRun]) -> String {
             &mut s,
             &[
                 "M (BDP)",
-                "K/M ours (ratio crosses 1)",
+                "K/M ours: crossing (fairest run)",
                 "seed",
                 "Reno/DCTCP there",
                 "U_DR ours",
@@ -968,17 +973,17 @@ fn summary(cfg: &CoexistConfig, runs: &[CoRun]) -> String {
             let agree = seed.map_or("-".to_string(), |t| {
                 format!(
                     "K/M {}, U {}, O {}",
-                    within(r.k_over_m, t.1, 0.1),
+                    within(r.crossing.unwrap_or(r.k_over_m), t.1, 0.1),
                     within(r.u_dr, t.2, 0.1),
                     within(r.o_dr, t.3, 0.1)
                 )
             });
             let _ = writeln!(
                 s,
-                "| {} | {:.2} ({}) | {} | {:.2} | {:.3} | {} | {:.3} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} ({:.2}) | {} | {:.2} | {:.3} | {} | {:.3} | {} | {} | {} | {} | {} | {} |",
                 m_label(r.m),
-                r.k_over_m,
                 f(r.crossing, 2),
+                r.k_over_m,
                 f(seed.map(|t| t.1), 2),
                 r.ratio,
                 r.u_dr,
@@ -1013,8 +1018,8 @@ fn summary(cfg: &CoexistConfig, runs: &[CoRun]) -> String {
                 "Jain",
                 "U",
                 "O (BDP)",
-                "marks",
-                "drops (limit)",
+                "marks (whole run)",
+                "drops (at the limit), whole run",
                 "guard repairs",
             ],
         );
