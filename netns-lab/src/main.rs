@@ -107,7 +107,8 @@ enum Command {
     Convergence(netns_lab::experiments::convergence::ConvergenceArgs),
     /// DCTCP beside Reno through one queue: seed 002's dual AQM.
     ///
-    /// bpf_dctcp (ECN) and the kernel's reno (ECN off) share a 10 Mbit/s
+    /// bpf_dctcp (ECN; or, with --dctcp seed002, bpf_kdctcp with seed 002's
+    /// four modifications) and the kernel's reno (ECN off) share a 10 Mbit/s
     /// bottleneck at 25 ms through `bpf-dual`: one queue, two RED profiles
     /// on their own averages of it, ECN-capable packets marked by the DCTCP
     /// profile, Not-ECT packets dropped by the Reno profile (Min_Thresh M,

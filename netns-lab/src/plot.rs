@@ -287,7 +287,13 @@ where
             format!("{v:.2}")
         }
     };
-    let plain_label = |x: &f64| format!("{x}");
+    // Ticks land on sums like 0.1 + 0.2: six decimals at most, trailing
+    // zeros off, so they read 0.3 and not 0.30000000000000004.
+    let plain_label = |x: &f64| {
+        let s = format!("{x:.6}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        if s == "-0" { "0".to_string() } else { s.to_string() }
+    };
     let x_format: &dyn Fn(&f64) -> String = if chart.log2_x {
         &log_label
     } else {

@@ -31,17 +31,20 @@ use serde::Serialize;
 use tc_qdisc::backend::PKT_BYTES;
 use tc_qdisc::{Backend, Bottleneck, RedProfile};
 
-use crate::cc::Algorithms;
+use crate::cc::LabCc;
 use crate::delay::{
     fmt_duration, parse_duration, summary_lines, DelayBackend, RoundTrip, Rtt, RttMeasured,
 };
 use crate::experiments::queue::SEGMENT_BYTES;
+use crate::experiments::variants::ALL_FOUR;
 use crate::experiments::{repairs_line, repairs_note, run_scenario, table_header};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::scenario::{Outcome, Scenario};
 use crate::stats::jain;
+use crate::topology::sender_addr;
 use crate::units::{fmt_rate, parse_fraction, parse_rate};
+use loader::algo::Algo;
 
 /// Seed 002's Reno profile: RED's recommended weight and Max_Prob, and
 /// Max_Thresh three times Min_Thresh.
@@ -66,6 +69,40 @@ pub const SEED_TABLE_I: [(f64, f64, f64, f64, f64, f64); 5] = [
     ),
     (1.0, 1.16, 1.000, 0.99, 0.999, 0.914),
 ];
+
+/// The DCTCP beside Reno.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dctcp {
+    /// bpf_dctcp: the 6.18 kernel's dctcp (alpha at 1/2^10, once per window).
+    BpfDctcp,
+    /// bpf_kdctcp with all four of seed 002's modifications (alpha per ACK
+    /// at g = 1/2^8 and 1/2^20 resolution, growth in CWR, progressive
+    /// cut): the DCTCP the seed ran its dual AQM with.
+    Seed002,
+}
+
+impl Dctcp {
+    pub fn label(self) -> &'static str {
+        match self {
+            Dctcp::BpfDctcp => "bpf_dctcp",
+            Dctcp::Seed002 => "bpf_kdctcp with seed 002's four modifications",
+        }
+    }
+
+    fn attach(self) -> Result<LabCc> {
+        match self {
+            Dctcp::BpfDctcp => LabCc::attach(Algo::Dctcp, vec![]),
+            Dctcp::Seed002 => LabCc::attach(
+                Algo::Kdctcp,
+                ALL_FOUR
+                    .iter()
+                    .map(|a| a.parse().map_err(anyhow::Error::msg))
+                    .collect::<Result<_>>()?,
+            ),
+        }
+    }
+}
 
 /// The parts of the experiment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -105,12 +142,17 @@ pub struct CoexistArgs {
     /// lab's delay element).
     #[arg(long, value_enum, default_value = "auto")]
     pub delay_backend: DelayBackend,
-    /// Long bpf_dctcp flows (ECN-capable), one sender each, in the step,
+    /// The DCTCP: bpf_dctcp, or seed 002's own (bpf_kdctcp with its four
+    /// modifications).
+    #[arg(long, value_enum, default_value = "bpf-dctcp")]
+    pub dctcp: Dctcp,
+    /// Long DCTCP flows (ECN-capable), one sender each, in the step,
     /// slope, equal and starvation parts.
     #[arg(long, default_value_t = 1)]
     pub dctcp_flows: usize,
-    /// Long reno flows without ECN, one sender each, in every part. The
-    /// step part's baseline runs dctcp-flows + reno-flows Reno flows.
+    /// Long reno flows without ECN, one sender each, in the step, slope,
+    /// equal and starvation parts (the flows part runs one). The step
+    /// part's baseline runs dctcp-flows + reno-flows Reno flows.
     #[arg(long, default_value_t = 1)]
     pub reno_flows: usize,
     /// Min_Thresh_Reno values M, in BDPs, comma-separated; fractions as
@@ -174,6 +216,7 @@ impl CoexistArgs {
                     ]
                 }
             }),
+            dctcp: self.dctcp,
             rate_bps: self.rate,
             rtt: self.rtt,
             delay_backend: self.delay_backend,
@@ -207,6 +250,7 @@ impl CoexistArgs {
 #[derive(Clone, Debug, Serialize)]
 pub struct CoexistConfig {
     pub parts: Vec<Part>,
+    pub dctcp: Dctcp,
     pub rate_bps: u64,
     pub rtt: Duration,
     pub delay_backend: DelayBackend,
@@ -396,7 +440,7 @@ impl CoexistConfig {
             "--dctcp-flows and --reno-flows: at least one of each (coexistence needs both)"
         );
         anyhow::ensure!(
-            self.dctcp_flows + self.reno_flows <= FLOWS_MAX && self.n_max + 1 <= FLOWS_MAX,
+            self.dctcp_flows + self.reno_flows <= FLOWS_MAX && self.n_max < FLOWS_MAX,
             "at most {FLOWS_MAX} flows in a run (--dctcp-flows + --reno-flows, --n-max + 1)"
         );
         anyhow::ensure!(
@@ -510,14 +554,27 @@ pub struct CoRun {
 impl CoRun {
     fn of(cfg: &CoexistConfig, p: &Plan, o: &Outcome) -> CoRun {
         let nd = p.dctcp_flows;
-        let dctcp_bps = o.goodput_bps[..nd].to_vec();
-        let reno_bps = o.goodput_bps[nd..].to_vec();
+        // DCTCP runs on senders 0 .. nd, Reno on the rest.
+        let (mut dctcp_bps, mut reno_bps) = (Vec::new(), Vec::new());
+        for (f, &bps) in o.flows.iter().zip(&o.goodput_bps) {
+            if f.sender < nd {
+                dctcp_bps.push(bps)
+            } else {
+                reno_bps.push(bps)
+            }
+        }
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
         let queue_pkts = o.queue_over_time.as_ref().map_or(o.queue.mean, |q| q.mean);
-        let ect_of = |flows: &[crate::traffic::FlowResult]| -> u64 {
-            let ports: Vec<u16> = flows.iter().map(|f| f.sport).collect();
+        // A flow at the receiver is its sender's address and port.
+        let ect_of = |flows: &[crate::traffic::FlowResult], dctcp: bool| -> u64 {
             o.rx.iter()
-                .filter(|f| ports.contains(&f.sport))
+                .filter(|rx| {
+                    flows.iter().any(|f| {
+                        (f.sender < nd) == dctcp
+                            && sender_addr(f.sender) == rx.src
+                            && f.sport == rx.sport
+                    })
+                })
                 .map(|f| f.ect_pkts)
                 .sum()
         };
@@ -539,8 +596,8 @@ impl CoRun {
             ect_dropped: o.marker.ect.dropped,
             not_ect_marked: o.marker.not_ect.marked,
             taildrops: o.marker.taildrop,
-            reno_ect_pkts: ect_of(&o.flows[nd..]),
-            dctcp_ect_pkts: ect_of(&o.flows[..nd]),
+            reno_ect_pkts: ect_of(&o.flows, false),
+            dctcp_ect_pkts: ect_of(&o.flows, true),
             guard_repairs: o.guard_repairs,
             rtt: o.rtt.clone(),
         }
@@ -564,9 +621,9 @@ impl CoRun {
 pub fn run(cfg: &CoexistConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<CoRun>> {
     cfg.validate()?;
     out.write_json("config.json", cfg)?;
-    let algorithms = Algorithms::attach(&["bpf_dctcp".to_string()])?;
-    let ours = algorithms.ours("bpf_dctcp");
-    let dctcp = algorithms.cc("bpf_dctcp");
+    let cc = cfg.dctcp.attach()?;
+    let ours = Some(&cc);
+    let dctcp = cc.name.clone();
     let plan = cfg.plan();
     let mut runs = Vec::with_capacity(plan.len());
     for (i, p) in plan.iter().enumerate() {
@@ -673,19 +730,26 @@ pub struct TableRow {
     pub crossing: Option<f64>,
 }
 
+/// The thresholds `m` a part ran at, each once, in the order run.
+fn distinct_m(runs: &[CoRun], part: Part) -> Vec<f64> {
+    let mut ms: Vec<f64> = Vec::new();
+    for r in runs.iter().filter(|r| r.part == part) {
+        if !ms.contains(&r.m) {
+            ms.push(r.m);
+        }
+    }
+    ms
+}
+
 pub fn table_i(runs: &[CoRun]) -> Vec<TableRow> {
-    let mut ms: Vec<f64> = runs
+    distinct_m(runs, Part::Step)
         .iter()
-        .filter(|r| r.part == Part::Step)
-        .map(|r| r.m)
-        .collect();
-    ms.dedup();
-    ms.iter()
         .filter_map(|&m| {
-            let at: Vec<&CoRun> = runs
+            let mut at: Vec<&CoRun> = runs
                 .iter()
                 .filter(|r| r.part == Part::Step && r.m == m && r.dctcp_flows > 0)
                 .collect();
+            at.sort_by(|a, b| a.x.total_cmp(&b.x));
             let best = at.iter().max_by(|a, b| a.jain.total_cmp(&b.jain))?;
             let base = runs
                 .iter()
@@ -735,13 +799,8 @@ pub fn equal_share_prob_ratio(min_reno_over_min_dctcp: f64) -> f64 {
 
 /// Per Min_Thresh_DCTCP of the slope part, the Max_Prob of maximum fairness.
 pub fn slope_best(runs: &[CoRun]) -> Vec<(f64, f64, f64)> {
-    let mut mins: Vec<f64> = runs
+    distinct_m(runs, Part::Slope)
         .iter()
-        .filter(|r| r.part == Part::Slope)
-        .map(|r| r.m)
-        .collect();
-    mins.dedup();
-    mins.iter()
         .filter_map(|&min| {
             runs.iter()
                 .filter(|r| r.part == Part::Slope && r.m == min)
@@ -916,7 +975,7 @@ fn summary(cfg: &CoexistConfig, runs: &[CoRun]) -> String {
     );
     let _ = writeln!(
         s,
-        "{} at {} (BDP {:.0} bytes, {:.1} packets of {PKT_BYTES} bytes), bpf_dctcp (ECN) and the kernel's reno \
+        "{} at {} (BDP {:.0} bytes, {:.1} packets of {PKT_BYTES} bytes), {} (ECN) and the kernel's reno \
          with ECN off on its senders, {} s per run, the first {:.0} s not measured, buffer {} packets. The \
          switch is `bpf-dual`: one queue, ECN-capable packets marked by the DCTCP profile, Not-ECT packets \
          dropped by the Reno profile (Min_Thresh M, Max_Thresh 3 M, Max_Prob {RENO_MAX_P}, w {RENO_WEIGHT} applied \
@@ -927,6 +986,7 @@ fn summary(cfg: &CoexistConfig, runs: &[CoRun]) -> String {
         fmt_duration(cfg.rtt),
         cfg.bdp_bytes(),
         cfg.bdp_bytes() / f64::from(PKT_BYTES),
+        cfg.dctcp.label(),
         cfg.duration.as_secs_f64(),
         cfg.warmup.as_secs_f64(),
         cfg.buffer_pkts,
@@ -998,6 +1058,7 @@ fn summary(cfg: &CoexistConfig, runs: &[CoRun]) -> String {
             );
         }
         s += "\n";
+        s += &table_i_against_seed(cfg.dctcp, &rows);
     }
 
     let part_table = |s: &mut String, part: Part, title: &str, x: &str| {
@@ -1124,6 +1185,51 @@ fn summary(cfg: &CoexistConfig, runs: &[CoRun]) -> String {
     s
 }
 
+/// How our Table I stands against the seed's, in numbers, and the known
+/// differences of the two setups that may explain it.
+fn table_i_against_seed(dctcp: Dctcp, rows: &[TableRow]) -> String {
+    let mut lower = Vec::new();
+    let mut higher = Vec::new();
+    for r in rows {
+        let (Some(c), Some(t)) = (
+            r.crossing,
+            SEED_TABLE_I.iter().find(|t| (t.0 - r.m).abs() < 1e-3),
+        ) else {
+            continue;
+        };
+        let item = format!(
+            "{} at M = {}",
+            format_args!("{c:.2} against {:.2}", t.1),
+            m_label(r.m)
+        );
+        if c < t.1 {
+            lower.push(item)
+        } else {
+            higher.push(item)
+        }
+    }
+    let mut s = String::new();
+    if !lower.is_empty() || !higher.is_empty() {
+        let _ = writeln!(
+            s,
+            "Equal rates (the ratio's crossing of 1) come below the seed's K / M in {} of {} rows ({}){}. Where \
+             ours is lower, this DCTCP takes more of the link from Reno at the same K than the seed's did. The \
+             setups differ: the seed ran Linux 3.2.18 with the Stanford DCTCP patch and its four modifications \
+             (`--dctcp seed002` runs them here) and New Reno, in VMs inside an event-driven simulator; here {} runs \
+             on 6.18 beside the kernel's reno with SACK, RACK and PRR, and the guard repairs this kernel's issue \
+             (below). RED's weight is 2^-9 (the seed's 0.002), and the thresholds count frames of 1,514 bytes. \
+             Where M is a few packets, K moves in whole packets: neighbouring K / M on the grid can hold the same \
+             number (the seed's steps at BDP / 8).\n",
+            lower.len(),
+            lower.len() + higher.len(),
+            if lower.is_empty() { "none".to_string() } else { lower.join("; ") },
+            if higher.is_empty() { String::new() } else { format!("; at or above it: {}", higher.join("; ")) },
+            dctcp.label()
+        );
+    }
+    s
+}
+
 fn label_of(r: &CoRun) -> String {
     let p = Plan {
         part: r.part,
@@ -1147,6 +1253,7 @@ mod tests {
             rate: 10_000_000,
             rtt: Duration::from_millis(25),
             delay_backend: DelayBackend::Auto,
+            dctcp: Dctcp::BpfDctcp,
             dctcp_flows: 1,
             reno_flows: 1,
             m: None,

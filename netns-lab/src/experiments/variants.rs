@@ -74,13 +74,16 @@ pub const CONTENDERS: &[Contender] = &[
     Contender {
         label: "all four",
         algo: Algo::Kdctcp,
-        params: &[
-            "per_ack_alpha=1",
-            "progressive=1",
-            "cwr_growth=1",
-            "fine_alpha=1",
-        ],
+        params: ALL_FOUR,
     },
+];
+
+/// bpf_kdctcp's parameters for seed 002's own DCTCP: every modification on.
+pub const ALL_FOUR: &[&str] = &[
+    "per_ack_alpha=1",
+    "progressive=1",
+    "cwr_growth=1",
+    "fine_alpha=1",
 ];
 
 #[derive(Clone, Debug, Serialize)]
