@@ -292,7 +292,11 @@ where
     let plain_label = |x: &f64| {
         let s = format!("{x:.6}");
         let s = s.trim_end_matches('0').trim_end_matches('.');
-        if s == "-0" { "0".to_string() } else { s.to_string() }
+        if s == "-0" {
+            "0".to_string()
+        } else {
+            s.to_string()
+        }
     };
     let x_format: &dyn Fn(&f64) -> String = if chart.log2_x {
         &log_label

@@ -25,6 +25,30 @@ fn require_root() {
     );
 }
 
+/// A one-sender star whose 1 Mbit/s bottleneck of `BUFFER` packets runs
+/// `backend`, with the BPF switch on it (and its departure probe if asked).
+fn switch_at_1mbit(backend: Backend, departures: bool) -> (Star, BpfSwitch) {
+    let star = Star::build(&StarSpec::senders(1)).unwrap();
+    let b = Bottleneck {
+        rate_bps: 1_000_000,
+        buffer_pkts: BUFFER,
+        backend,
+    };
+    b.validate().unwrap();
+    b.install(star.switch.name(), &star.bottleneck_if).unwrap();
+    let sw = BpfSwitch::start(
+        None,
+        b.backend.marker_config(BUFFER, b.rate_bps, 1),
+        departures,
+        &star.switch.path(),
+        &star.bottleneck_if,
+        &star.receiver.ns.path(),
+        &star.receiver.ifname,
+    )
+    .unwrap();
+    (star, sw)
+}
+
 /// A UDP socket whose datagrams leave with `tos` (the ECN field here).
 fn udp_with_tos(tos: u8) -> UdpSocket {
     let s = UdpSocket::bind("0.0.0.0:0").unwrap();
@@ -47,23 +71,7 @@ fn udp_with_tos(tos: u8) -> UdpSocket {
 /// sender 0 and returns the probe's samples of them.
 fn burst_through(backend: Backend, ecn: u8) -> Vec<queue_sample> {
     require_root();
-    let star = Star::build(&StarSpec::senders(1)).unwrap();
-    let b = Bottleneck {
-        rate_bps: 1_000_000,
-        buffer_pkts: BUFFER,
-        backend,
-    };
-    b.install(star.switch.name(), &star.bottleneck_if).unwrap();
-    let mut sw = BpfSwitch::start(
-        None,
-        b.backend.marker_config(BUFFER, b.rate_bps, 1),
-        false,
-        &star.switch.path(),
-        &star.bottleneck_if,
-        &star.receiver.ns.path(),
-        &star.receiver.ifname,
-    )
-    .unwrap();
+    let (star, mut sw) = switch_at_1mbit(backend, false);
     star.senders[0]
         .ns
         .run(move || {
@@ -198,24 +206,7 @@ fn mixed_bursts_through(
     tc_qdisc::qdisc_stats::QdiscCounters,
 ) {
     require_root();
-    let star = Star::build(&StarSpec::senders(1)).unwrap();
-    let b = Bottleneck {
-        rate_bps: 1_000_000,
-        buffer_pkts: BUFFER,
-        backend,
-    };
-    b.validate().unwrap();
-    b.install(star.switch.name(), &star.bottleneck_if).unwrap();
-    let mut sw = BpfSwitch::start(
-        None,
-        b.backend.marker_config(BUFFER, b.rate_bps, 1),
-        departures,
-        &star.switch.path(),
-        &star.bottleneck_if,
-        &star.receiver.ns.path(),
-        &star.receiver.ifname,
-    )
-    .unwrap();
+    let (star, mut sw) = switch_at_1mbit(backend, departures);
     let bursts = bursts.to_vec();
     star.senders[0]
         .ns
