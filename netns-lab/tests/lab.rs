@@ -679,7 +679,7 @@ fn quick_xdctcp_and_variants_labs_write_their_results() {
     );
     // Each modification's effect against DCTCP in the same run, from six
     // quick runs (2026-11-25):
-    // - per-ACK alpha at 10 bits is unfair (the trap below): Jain 0.59-0.71,
+    // - per-ACK alpha at 10 bits is unfair or trapped (below): Jain 0.59-0.71,
     //   where DCTCP has 0.975-1.000 and per-ACK at 1/2^20 0.963-1.000;
     // - growth in CWR, and all four, hold alpha higher (more marks: the
     //   window keeps growing through CWR): 1.49-1.74 and 1.58-2.26 times
@@ -698,7 +698,17 @@ fn quick_xdctcp_and_variants_labs_write_their_results() {
     let jain = |label: &str| by(label)["jain"].as_f64().unwrap();
     let alpha = |label: &str| by(label)["alpha_late"].as_f64().unwrap();
     assert!(jain("DCTCP") >= 0.93, "{}", by("DCTCP"));
-    assert!(jain("per-ACK alpha") <= 0.85, "{}", by("per-ACK alpha"));
+    // Per-ACK alpha at 10 bits either falls into the trap (alpha zeroed,
+    // below) or shares unfairly; six runs were unfair (Jain 0.59-0.71), and
+    // a later one (2026-11-25) was trapped in both flows and fair (alpha
+    // 0.003, Jain 0.9997). At 1/2^20 it does neither. Each outcome alone
+    // depends on the run; one of the two on every run is the finding.
+    let trapped = alpha("per-ACK alpha") < 0.01;
+    assert!(
+        trapped || jain("per-ACK alpha") <= 0.85,
+        "per-ACK alpha at 10 bits neither trapped nor unfair: {}",
+        by("per-ACK alpha")
+    );
     assert!(jain("per-ACK, 1/2^20") >= 0.90, "{}", by("per-ACK, 1/2^20"));
     for label in ["growth in CWR", "all four"] {
         assert!(
