@@ -267,7 +267,7 @@ static __always_inline bool red_profile_hit(const volatile struct red_profile *p
 static __always_inline bool dual_decide(u32 qlen, u32 backlog, bool ect)
 {
 	u64 rnd = bpf_get_prandom_u32() & (MARKER_PROB_ONE - 1);
-	u64 now = bpf_ktime_get_ns(), idle = 0, since = idle_since_ns;
+	u64 idle = 0, since = idle_since_ns;
 	struct dual_state *st;
 	u32 zero = 0;
 	bool hit_ect, hit_not_ect;
@@ -279,6 +279,9 @@ static __always_inline bool dual_decide(u32 qlen, u32 backlog, bool ect)
 	 * Reno average left above max drops every retransmission of a flow in
 	 * timeout and only decays by w per arrival). */
 	if (qlen == 0 && since && cfg.idle_pkt_ns) {
+		/* The clock is read only here, not for every arrival. */
+		u64 now = bpf_ktime_get_ns();
+
 		idle = (now > since ? now - since : 0) / cfg.idle_pkt_ns;
 		idle_since_ns = now;
 	}
