@@ -114,6 +114,18 @@ mutants *ARGS: _root
 mutants-bpf *ARGS: _root
     tools/bpf-mutants {{ARGS}}
 
+# Install binaries, man pages, completions, dctcp-bpf.service and /etc/dctcp-bpf/attach.toml under $PREFIX (default /usr/local): tools/install --help
+install: _root build
+    tools/install
+
+# Remove what `just install` installed (same PREFIX; a changed attach.toml is kept)
+uninstall: _root
+    tools/install --uninstall
+
+# Build target/debian/dctcp-bpf_<version>-1_<arch>.deb: binaries, man pages, completions, unit, config
+deb: build
+    tools/deb
+
 # Register bpf_dctcp with default parameters and show it
 attach: _root build
     {{loader}} attach --algo dctcp
@@ -145,12 +157,14 @@ check-leftovers: _root
     locks=$( (ls /run/dctcp-lab 2>/dev/null || true) | wc -l)
     rpcgen=$( (pgrep -x rpcgen || true) | wc -l)
     delayline=$( (pgrep -x delayline || true) | wc -l)
+    # What `loader attach --from` recorded of the sysctls it changed.
+    sysctls=$( (ls /run/dctcp-bpf 2>/dev/null || true) | wc -l)
     # A lab that held htb's hysteresis mode on (as labs do unless --no-htb-hysteresis) and did not put it back.
     htb=$( [ -e /run/dctcp-lab.htb_hysteresis ] && echo 1 || echo 0)
-    echo "leftovers: $ns namespaces, $links links, $pins pins, $cc registrations, $progs programs, $locks lab locks, $rpcgen rpcgen processes, $delayline delay elements, $htb htb hysteresis holds"
+    echo "leftovers: $ns namespaces, $links links, $pins pins, $cc registrations, $progs programs, $locks lab locks, $rpcgen rpcgen processes, $delayline delay elements, $sysctls sysctl records, $htb htb hysteresis holds"
     failed=0
-    for n in "$ns" "$links" "$pins" "$cc" "$progs" "$locks" "$rpcgen" "$delayline" "$htb"; do [ "$n" -eq 0 ] || failed=$((failed + 1)); done
-    echo "check-leftovers: $((9 - failed)) passed, $failed failed"
+    for n in "$ns" "$links" "$pins" "$cc" "$progs" "$locks" "$rpcgen" "$delayline" "$sysctls" "$htb"; do [ "$n" -eq 0 ] || failed=$((failed + 1)); done
+    echo "check-leftovers: $((10 - failed)) passed, $failed failed"
     [ "$failed" -eq 0 ]
 
 # Programs of ours already loaded before a test run (a kernel that leaked a

@@ -18,10 +18,12 @@ Examples:
   sudo loader set bpf_dctcp shift_g=6              retune while flows run
   sudo loader trace --algo bpf_dctcp --flow dport=5201 --duration 10 > trace.jsonl
   sudo loader detach bpf_dctcp
+  sudo loader attach --from /etc/dctcp-bpf/attach.toml   what dctcp-bpf.service runs
 
 Attached algorithms stay registered after loader exits: they are pinned under
 /sys/fs/bpf/dctcp-bpf/<name>/. Every command but --help needs root.
-Exit status: 0 success, 1 failure, 2 bad input (nothing was changed).";
+Exit status: 0 success, 1 failure, 2 bad input or config (nothing was
+changed), 4 not root, 6 the --from file does not exist.";
 
 /// Output of `loader trace`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -59,11 +61,23 @@ pub enum Command {
     /// Registers <name> (default bpf_<algo>) and its Reno fallback
     /// <name>_reno, and pins both under /sys/fs/bpf/dctcp-bpf/<name>/ so they
     /// stay registered after loader exits. An already attached name is
-    /// reported and left as it is.
+    /// reported and nothing changes (exit status 1).
+    ///
+    /// With --from FILE, attaches every algorithm a TOML file lists, as the
+    /// systemd unit dctcp-bpf.service does at boot: one [[attach]] table per
+    /// algorithm with algo, and optionally name, params (a table, e.g.
+    /// params = { shift_g = 5 }) and mode; an optional [sysctl] table sets
+    /// this network namespace's net.ipv4.tcp_congestion_control (default =
+    /// "NAME") and adds names to net.ipv4.tcp_allowed_congestion_control
+    /// (allowed = ["NAME", ...]). The whole file is checked before anything
+    /// loads; a name already attached with the same algorithm is left as it
+    /// is (a second start succeeds); if one attach fails, those this run
+    /// made are detached again. Exit status 2 for a malformed file, 6 when
+    /// it does not exist (systemd: NOTCONFIGURED).
     Attach {
         /// Algorithm to load.
-        #[arg(long, value_enum)]
-        algo: Algo,
+        #[arg(long, value_enum, required_unless_present = "from")]
+        algo: Option<Algo>,
         /// Name to register under (1-10 of [A-Za-z0-9_-]); default bpf_<algo>.
         #[arg(long)]
         name: Option<String>,
@@ -76,7 +90,7 @@ pub enum Command {
         /// (0.00390625), per_ack_alpha, progressive, cwr_growth, fine_alpha (0
         /// or 1, all 0: DCTCP), alpha_on_init. Every algorithm: inject_ssthresh
         /// (0: off; N: each flow's first N reductions return the impossible
-        /// ssthresh this README's Known issue describes, to watch the guard
+        /// ssthresh of docs/kernels.md's Known issue, to watch the guard
         /// repair it: `loader trace` shows `repair` events, `loader list` the
         /// counts).
         #[arg(long = "param", value_name = "NAME=VALUE")]
@@ -85,19 +99,32 @@ pub enum Command {
         /// the struct_ops map itself (older kernels). auto picks by kernel.
         #[arg(long, value_enum, default_value_t = AttachMode::Auto)]
         mode: AttachMode,
+        /// Attach what this TOML file lists instead (see above; the unit
+        /// reads /etc/dctcp-bpf/attach.toml).
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["algo", "name", "params", "mode"])]
+        from: Option<std::path::PathBuf>,
     },
     /// Unregister an attached algorithm and remove its pins.
     ///
     /// Sockets already using it keep running it until they close; new
     /// sockets can no longer select it.
+    ///
+    /// With --from FILE (what the unit runs at stop), puts back the sysctls
+    /// the file's [sysctl] changed, as they were before the first
+    /// `attach --from` (a default naming one of the file's algorithms
+    /// becomes cubic if nothing was recorded), then detaches every algorithm
+    /// the file lists that is attached.
     Detach {
         /// Name given at attach (see `loader list`).
-        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        #[arg(required_unless_present_any = ["all", "from"], conflicts_with_all = ["all", "from"])]
         name: Option<String>,
         /// Detach every algorithm loader attached, and remove what an attach
         /// or detach killed midway left (its `+attaching-*` directory).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "from")]
         all: bool,
+        /// Detach what this TOML file lists (the file `attach --from` read).
+        #[arg(long, value_name = "FILE")]
+        from: Option<std::path::PathBuf>,
     },
     /// Show attached algorithms: parameters, live sockets, counters.
     List {

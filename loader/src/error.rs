@@ -1,5 +1,8 @@
 //! How the project's binaries log and end: errors the user can fix by
-//! changing the command line exit with status 2, everything else with 1.
+//! changing the command line (or a config file) exit with status 2, missing
+//! privileges with 4, a config file that does not exist with 6, everything
+//! else with 1: the LSB codes systemd shows as INVALIDARGUMENT, NOPERMISSION
+//! and NOTCONFIGURED.
 
 use std::fmt;
 use std::process::ExitCode;
@@ -14,6 +17,32 @@ impl fmt::Display for UsageError {
 }
 
 impl std::error::Error for UsageError {}
+
+/// An error with an exit status of its own.
+#[derive(Debug)]
+pub struct Exit {
+    pub status: u8,
+    pub message: String,
+}
+
+impl Exit {
+    /// Not root, or without the capabilities.
+    pub fn no_permission(message: String) -> anyhow::Error {
+        anyhow::Error::new(Exit { status: 4, message })
+    }
+    /// A config file that does not exist.
+    pub fn not_configured(message: String) -> anyhow::Error {
+        anyhow::Error::new(Exit { status: 6, message })
+    }
+}
+
+impl fmt::Display for Exit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Exit {}
 
 /// `bail!` for bad input: returns a [`UsageError`] from the current function.
 #[macro_export]
@@ -42,6 +71,8 @@ pub fn exit_code(prog: &str, result: anyhow::Result<()>) -> ExitCode {
             eprintln!("{prog}: {e:#}");
             if e.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
+            } else if let Some(exit) = e.downcast_ref::<Exit>() {
+                ExitCode::from(exit.status)
             } else {
                 ExitCode::FAILURE
             }

@@ -3,10 +3,12 @@
 //! shows the sockets that use them.
 
 pub mod algo;
+pub mod attach_file;
 pub mod bpffs;
 pub mod error;
 pub mod event;
 pub mod flows;
+pub mod generate;
 pub mod instance;
 pub mod intf;
 pub mod model;

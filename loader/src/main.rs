@@ -44,10 +44,17 @@ fn run(cli: Cli) -> Result<()> {
         .then(SignalsDeferred::new);
     match cli.command {
         Command::Attach {
-            algo,
+            from: Some(path), ..
+        } => from_file(&path, loader::attach_file::attach)?,
+        Command::Detach {
+            from: Some(path), ..
+        } => from_file(&path, loader::attach_file::detach)?,
+        Command::Attach {
+            algo: Some(algo),
             name,
             params,
             mode,
+            from: None,
         } => {
             let name = name.unwrap_or_else(|| algo.default_name().to_string());
             let req = instance::AttachRequest {
@@ -73,6 +80,7 @@ fn run(cli: Cli) -> Result<()> {
             instance::detach(&name)?;
             println!("detached {name}");
         }
+        Command::Attach { algo: None, .. } => unreachable!("clap requires --algo or --from"),
         Command::Detach { name: None, .. } => {
             let names = instance::detach_all()?;
             if names.is_empty() {
@@ -117,10 +125,26 @@ fn run(cli: Cli) -> Result<()> {
     Ok(())
 }
 
+/// `attach --from` and `detach --from`: the file is read and checked whole
+/// before `op` touches anything.
+fn from_file(
+    path: &std::path::Path,
+    op: fn(&loader::attach_file::AttachFile) -> Result<Vec<loader::attach_file::Outcome>>,
+) -> Result<()> {
+    let file = loader::attach_file::read(path)?;
+    for outcome in op(&file)? {
+        println!("{outcome}");
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     // Die quietly on a closed pipe (`loader flows | head`), as a filter should.
     // SAFETY: setting a signal disposition before any thread exists.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    if let Some(status) = loader::generate::intercept(<Cli as clap::CommandFactory>::command) {
+        return status;
+    }
     let cli = Cli::parse();
     loader::error::init_logging(cli.verbose);
     loader::error::exit_code("loader", run(cli))

@@ -27,10 +27,10 @@ pub fn require_root(what: &str) -> Result<()> {
     let has = |c: u32| caps & (1u64 << c) != 0;
     let privileged = has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_NET_ADMIN));
     if unsafe { libc::geteuid() } != 0 || !privileged {
-        bail!(
+        return Err(crate::error::Exit::no_permission(format!(
             "{what} needs root (CAP_BPF and CAP_NET_ADMIN, and write access to /sys/fs/bpf); \
              run it with sudo"
-        );
+        )));
     }
     Ok(())
 }

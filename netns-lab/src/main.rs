@@ -35,7 +35,7 @@ struct Cli {
     /// burst (40 us of line rate, at least 2 packets) before it waits. At
     /// 1 Gbit/s on a virtual machine the per-packet timers took 75 % of the
     /// CPUs and kept even cubic from building a queue (each run's softirq
-    /// share is in summary.md; README "The lab at 1 Gbit/s").
+    /// share is in summary.md; docs/lab/README.md "The lab at 1 Gbit/s").
     #[arg(long, global = true)]
     no_htb_hysteresis: bool,
     #[command(subcommand)]
@@ -45,7 +45,8 @@ struct Cli {
 const AFTER_HELP: &str = "\
 Lab hosts use 198.18.0.0/15 and send traffic only inside the lab's namespaces.
 Every namespace, veth, pin and program a run creates is removed on success,
-error and Ctrl-C; `lab cleanup` removes what a killed run left. Needs root.";
+error and Ctrl-C; `lab cleanup` removes what a killed run left. Needs root.
+Exit status: 0 success, 1 failure, 2 bad input (nothing was built), 4 not root.";
 
 /// The star at one bottleneck rate.
 #[derive(Debug, clap::Args)]
@@ -626,6 +627,9 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    if let Some(status) = loader::generate::intercept(<Cli as clap::CommandFactory>::command) {
+        return status;
+    }
     let cli = Cli::parse();
     loader::error::init_logging(cli.verbose);
     // Ctrl-C (and SIGTERM) ask the run to stop; teardown happens as it unwinds.

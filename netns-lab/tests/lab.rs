@@ -772,7 +772,7 @@ fn bench_measures_every_section_and_leaves_nothing() {
         assert_eq!(o.status.code(), Some(2), "lab {args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(expect), "lab {args:?}: {}", stderr(&o));
     }
-    // Without root: told so, exit 1.
+    // Without root: told so, exit 4.
     let dir = std::env::temp_dir().join(format!("lab-nobody-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bin = dir.join("lab");
@@ -785,7 +785,7 @@ fn bench_measures_every_section_and_leaves_nothing() {
         .args(["bench", "--quick"])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     assert!(stderr(&o).contains("needs root"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).unwrap();
 

@@ -49,7 +49,7 @@ impl Bottleneck {
     /// least two packets. In hysteresis mode htb sends a burst per timer, and
     /// the queue drains in steps of it that every arrival sees: at 100 us
     /// (8 packets) DCTCP's mean queue at 1 Gbit/s sat 4 packets below K;
-    /// at 40 us it costs a quarter more softirq time (README, "The lab at
+    /// at 40 us it costs a quarter more softirq time (docs/lab/README.md, "The lab at
     /// 1 Gbit/s").
     pub fn burst_bytes(&self) -> u64 {
         (self.rate_bps / 8 / 25_000).max(2 * u64::from(PKT_BYTES))

@@ -43,6 +43,9 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
+    if let Some(status) = loader::generate::intercept(<Cli as clap::CommandFactory>::command) {
+        return status;
+    }
     let cli = Cli::parse();
     // SAFETY: prctl with plain arguments: die with the lab that started us.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };

@@ -166,6 +166,9 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    if let Some(status) = loader::generate::intercept(<Cli as clap::CommandFactory>::command) {
+        return status;
+    }
     let cli = Cli::parse();
     loader::error::init_logging(cli.verbose);
     loader::error::exit_code("rpcgen", run(cli))

@@ -569,7 +569,7 @@ fn host_note(outcomes: &[Outcome]) -> String {
         let _ = write!(
             s,
             " At {} the host spent {:.0}% of its CPUs forwarding: packets waited in its backlogs, not in the \
-             switch's queue, so the queue there measures the host as much as DCTCP (README: the lab at 1 Gbit/s).",
+             switch's queue, so the queue there measures the host as much as DCTCP (docs/lab/README.md: the lab at 1 Gbit/s).",
             fmt_rate(o.rate_bps),
             o.softirq_share * 100.0
         );
@@ -827,7 +827,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
         s,
         "The checks read the queue over time. Arrivals find less: the shaper lets packets leave in bunches (htb's \
          burst per timer) and the ACK clock brings the next arrivals right after each bunch, so they find the queue \
-         at the bottom of each step, most at 1 Gbit/s (README, \"The lab at 1 Gbit/s\").\n"
+         at the bottom of each step, most at 1 Gbit/s (docs/lab/README.md, \"The lab at 1 Gbit/s\").\n"
     );
     let _ = writeln!(s, "## Probe against the qdisc's own counters\n");
     table_header(
