@@ -558,6 +558,18 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_example_attaches_bpf_dctcp() {
+        let f = check(include_str!("../../packaging/attach.toml")).unwrap();
+        assert_eq!(f.requests.len(), 1);
+        assert_eq!(f.requests[0].name, "bpf_dctcp");
+        assert!(f.sysctl.is_none());
+        // Its commented [sysctl] works once uncommented.
+        let on = include_str!("../../packaging/attach.toml").replace("# [sysctl]", "[sysctl]");
+        let on = on.replace("# default", "default").replace("# allowed", "allowed");
+        assert_eq!(check(&on).unwrap().sysctl.unwrap().allowed, ["bpf_dctcp"]);
+    }
+
+    #[test]
     fn a_missing_file_is_not_configured() {
         let e = read(Path::new("/nonexistent/attach.toml")).err().unwrap();
         assert_eq!(e.downcast_ref::<Exit>().map(|x| x.status), Some(6), "{e:#}");

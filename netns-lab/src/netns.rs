@@ -31,18 +31,25 @@ fn ip_output(args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// A binary built beside this one (rpcgen, delayline).
+/// A helper binary of the lab (rpcgen, delayline): beside this one in a
+/// build, in ../lib/dctcp-bpf/ once installed (`just install`, the .deb:
+/// helpers stay off PATH, where Debian's rpcsvc-proto has its own rpcgen).
 pub fn sibling_binary(name: &str) -> Result<PathBuf> {
-    let p = std::env::current_exe()?
-        .parent()
-        .context("no directory of the running binary")?
-        .join(name);
-    anyhow::ensure!(
-        p.exists(),
-        "{} is missing: build the workspace (just build)",
-        p.display()
-    );
-    Ok(p)
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().context("no directory of the running binary")?;
+    let places = [dir.join(name), dir.join("../lib/dctcp-bpf").join(name)];
+    places
+        .iter()
+        .find(|p| p.exists())
+        .cloned()
+        .with_context(|| {
+            format!(
+            "{} is missing (looked in {} and {}): build the workspace (just build) or reinstall",
+            name,
+            dir.display(),
+            dir.join("../lib/dctcp-bpf").display()
+        )
+        })
 }
 
 impl Netns {
