@@ -126,6 +126,10 @@ uninstall: _root
 deb: build
     tools/deb
 
+# Check that every command, option, recipe and link README.md and docs/ show exist (no root needed)
+check-docs:
+    cargo test -p netns-lab --test docs
+
 # Register bpf_dctcp with default parameters and show it
 attach: _root build
     {{loader}} attach --algo dctcp

@@ -28,6 +28,9 @@ apt-get install -y -qq --no-install-recommends \
     clang-19 llvm-19 libclang-19-dev libelf-dev zlib1g-dev pkg-config make \
     iproute2 ethtool iperf3 util-linux procps tmux passwd fonts-dejavu-core \
     >/dev/null
+# `just install` and its tests: man pages (man-db), `systemd-analyze verify`
+# of the unit (systemd; it need not run), the .deb (dpkg-deb, in dpkg).
+apt-get install -y -qq --no-install-recommends man-db systemd >/dev/null
 apt-get install -y -qq --no-install-recommends bpftool/bookworm-backports >/dev/null
 
 # clang-19 is the BPF compiler; libbpf-cargo calls `clang`.
