@@ -98,7 +98,7 @@ vm-test: _root
     cargo test --release -p netns-lab --test vm --no-run
     netns-lab/vm/run-in-vm env DCTCP_BPF_VM=1 cargo test --release --offline -p netns-lab --test vm -- --include-ignored --test-threads=1 --nocapture
 
-# Mutation testing of the analysis and control code (cargo-mutants, about 40 min, then instance.rs): each
+# Mutation testing of the analysis and control code (cargo-mutants, about 40 min, then instance.rs and attach_file.rs): each
 # mutant built and tested, then caught / missed / unviable per file in target/mutants-*/
 mutants *ARGS: _root
     cargo mutants --no-shuffle --output target/mutants-analysis -p netns-lab -p loader \
@@ -106,7 +106,7 @@ mutants *ARGS: _root
         -f netns-lab/src/fairness.rs -f netns-lab/src/units.rs -f loader/src/params.rs \
         -f loader/src/algo.rs -f loader/src/model.rs {{ARGS}} -- --lib || true
     cargo mutants --no-shuffle --output target/mutants-instance -p loader \
-        -f loader/src/instance.rs {{ARGS}} -- --lib --test lifecycle --test detach_all || true
+        -f loader/src/instance.rs -f loader/src/attach_file.rs {{ARGS}} -- --lib --test lifecycle --test detach_all --test unit || true
     @for d in target/mutants-analysis target/mutants-instance; do echo "$d: $(wc -l < $d/mutants.out/caught.txt) caught, $(wc -l < $d/mutants.out/missed.txt) missed, $(wc -l < $d/mutants.out/timeout.txt) timeouts, $(wc -l < $d/mutants.out/unviable.txt) unviable"; done
 
 # Hand-made mutants of the BPF programs (and rpcgen), each against the tests

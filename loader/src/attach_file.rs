@@ -565,7 +565,9 @@ mod tests {
         assert!(f.sysctl.is_none());
         // Its commented [sysctl] works once uncommented.
         let on = include_str!("../../packaging/attach.toml").replace("# [sysctl]", "[sysctl]");
-        let on = on.replace("# default", "default").replace("# allowed", "allowed");
+        let on = on
+            .replace("# default", "default")
+            .replace("# allowed", "allowed");
         assert_eq!(check(&on).unwrap().sysctl.unwrap().allowed, ["bpf_dctcp"]);
     }
 

@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().into()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .into()
 }
 
 fn markdown_files() -> Vec<PathBuf> {
@@ -41,7 +44,10 @@ fn snippets(text: &str) -> Vec<(usize, String)> {
         if let Some(lang) = t.strip_prefix("```") {
             fence = match fence {
                 Some(_) => None,
-                None => Some(matches!(lang.trim(), "" | "sh" | "console" | "bash" | "shell")),
+                None => Some(matches!(
+                    lang.trim(),
+                    "" | "sh" | "console" | "bash" | "shell"
+                )),
             };
             continue;
         }
@@ -108,10 +114,7 @@ struct Helps {
 
 impl Helps {
     fn get(&mut self, bin: &str, sub: Option<&str>) -> Option<&str> {
-        let key: Vec<String> = std::iter::once(bin)
-            .chain(sub)
-            .map(String::from)
-            .collect();
+        let key: Vec<String> = std::iter::once(bin).chain(sub).map(String::from).collect();
         self.cache
             .entry(key)
             .or_insert_with(|| {
@@ -121,12 +124,12 @@ impl Helps {
                 } else {
                     lab.with_file_name(bin)
                 };
-                assert!(exe.exists(), "{} is missing: cargo test --workspace builds it", exe.display());
-                let out = Command::new(exe)
-                    .args(sub)
-                    .arg("--help")
-                    .output()
-                    .unwrap();
+                assert!(
+                    exe.exists(),
+                    "{} is missing: cargo test --workspace builds it",
+                    exe.display()
+                );
+                let out = Command::new(exe).args(sub).arg("--help").output().unwrap();
                 out.status
                     .success()
                     .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
@@ -187,7 +190,10 @@ fn every_command_and_option_the_docs_show_exists() {
                         .map(String::as_str);
                     checked += 1;
                     let Some(help) = helps.get(bin, sub) else {
-                        problems.push(format!("{at}: `{bin} {}` is not a command", sub.unwrap_or("")));
+                        problems.push(format!(
+                            "{at}: `{bin} {}` is not a command",
+                            sub.unwrap_or("")
+                        ));
                         continue;
                     };
                     let help = help.to_string();
@@ -206,7 +212,12 @@ fn every_command_and_option_the_docs_show_exists() {
         }
     }
     assert!(checked > 100, "only {checked} commands found in the docs");
-    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{} problems:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
 }
 
 #[test]
@@ -231,7 +242,11 @@ fn every_relative_link_points_at_a_file() {
             }
         }
     }
-    assert!(problems.is_empty(), "links to nothing:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "links to nothing:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
@@ -240,9 +255,20 @@ fn the_checker_catches_what_it_should() {
         command_words("sudo -E env PATH=\"$PATH\" target/release/lab queue --rtt 1ms | tee x"),
         ["lab", "queue", "--rtt", "1ms"]
     );
-    assert_eq!(command_words("PREFIX=/usr just install # note"), ["just", "install"]);
+    assert_eq!(
+        command_words("PREFIX=/usr just install # note"),
+        ["just", "install"]
+    );
     assert!(has_option("  --rtt <RTT>\n", "--rtt"));
     assert!(!has_option("  --rtt-max <RTT>\n", "--rtt"));
-    let s = snippets("a `lab queue` b\n```sh\nloader attach \\\n  --algo dctcp\n```\n```toml\nx = 1\n```\n");
-    assert_eq!(s, [(1, "lab queue".to_string()), (4, "loader attach  --algo dctcp".to_string())]);
+    let s = snippets(
+        "a `lab queue` b\n```sh\nloader attach \\\n  --algo dctcp\n```\n```toml\nx = 1\n```\n",
+    );
+    assert_eq!(
+        s,
+        [
+            (1, "lab queue".to_string()),
+            (4, "loader attach  --algo dctcp".to_string())
+        ]
+    );
 }
