@@ -33,6 +33,14 @@ static __always_inline u32 dctcp_algo_reduction(struct sock *sk);
 /* BPF_PROG pastes the name it is given: expand DCTCP_PROG() first. */
 #define DCTCP_BPF_PROG(name, args...) BPF_PROG(name, ##args)
 
+/* The guard (dctcp_core_guard), unless `guard=0`: on a kernel where it
+ * never repairs anything, it is pure overhead. */
+static __always_inline void dctcp_guard(struct sock *sk)
+{
+	if (!params.no_guard)
+		dctcp_core_guard(sk, &stats);
+}
+
 /* A seed 002 switch: constant false in algorithms compiled without them. */
 static __always_inline bool dctcp_feature(u32 f)
 {
@@ -121,7 +129,7 @@ void DCTCP_BPF_PROG(DCTCP_PROG(in_ack_event), struct sock *sk, u32 flags)
 	 * would be traced as alpha 0. */
 	if (!(dctcp_ca(sk)->flags & DCTCP_FLAG_LIVE))
 		return;
-	dctcp_core_guard(sk, &stats);
+	dctcp_guard(sk);
 	dctcp_trace_ack(sk, &dctcp_ca(sk)->acks, &stats);
 	if (dctcp_feature(DCTCP_F_PER_ACK_ALPHA))
 		dctcp_core_update_alpha(sk, params.g_ack, bits, true, &stats);
@@ -136,14 +144,14 @@ void DCTCP_BPF_PROG(DCTCP_PROG(cwnd_event), struct sock *sk, enum tcp_ca_event e
 {
 	dctcp_core_cwnd_event(sk, ev, &stats);
 	if (ev == CA_EVENT_COMPLETE_CWR)
-		dctcp_core_guard(sk, &stats);
+		dctcp_guard(sk);
 }
 
 SEC("struct_ops")
 void DCTCP_BPF_PROG(DCTCP_PROG(set_state), struct sock *sk, u8 new_state)
 {
 	dctcp_core_set_state(sk, new_state, &stats);
-	dctcp_core_guard(sk, &stats);
+	dctcp_guard(sk);
 }
 
 /* Growth is Reno's: slow start, then one segment per window. */
@@ -167,7 +175,7 @@ u32 DCTCP_BPF_PROG(DCTCP_PROG(undo_cwnd), struct sock *sk)
 SEC("struct_ops")
 u32 DCTCP_BPF_PROG(DCTCP_PROG(min_tso_segs), struct sock *sk)
 {
-	dctcp_core_guard(sk, &stats);
+	dctcp_guard(sk);
 	return 2;
 }
 

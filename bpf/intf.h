@@ -61,6 +61,8 @@ struct dctcp_params {
 	u32 features;      /* kdctcp: DCTCP_F_* */
 	u32 inject_ssthresh; /* fault injection: a flow's first N reductions hand the kernel
 			      * DCTCP_BOGUS_SSTHRESH, for the guard to repair (0: off) */
+	u32 no_guard;        /* 1: dctcp_core_guard off (`guard=0`); 0, the default, on. Stored
+			      * inverted so that a zeroed struct means the guard runs */
 };
 
 /* What this project's 6.18 guests were seen to store as ssthresh (the low
@@ -297,9 +299,9 @@ struct marker_stats {
 };
 
 /* The switch's queue right now, for live views (`loader top`): one entry,
- * written by the marker at every arrival. */
+ * written by the marker at the first arrival of each jiffy. */
 struct queue_now {
-	u64 ts_ns;    /* CLOCK_MONOTONIC of the last arrival */
+	u64 ts_ns;    /* CLOCK_MONOTONIC of the arrival: the first of each jiffy */
 	u32 qlen;     /* packets queued before it */
 	u32 backlog;  /* bytes queued before it */
 };

@@ -95,6 +95,21 @@ pub const INJECT_SSTHRESH: ParamSpec = ParamSpec {
     set: |p, v| p.inject_ssthresh = v as u32,
 };
 
+/// The guard against the 6.18 issue's impossible windows, in every
+/// algorithm; stored inverted (no_guard) so a zeroed struct has it on.
+pub const GUARD: ParamSpec = ParamSpec {
+    name: "guard",
+    kind: Kind::Flag,
+    min: 0,
+    max: 1,
+    help:
+        "1 (default): repair impossible ssthresh and cwnd values and hold bursts (docs/kernels.md, \
+           Known issue); 0: off, for kernels that never need it (it runs on every ACK and \
+           before every transmission)",
+    get: |p| u64::from(p.no_guard == 0),
+    set: |p, v| p.no_guard = u32::from(v == 0),
+};
+
 const DCTCP_PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "shift_g",
@@ -108,6 +123,7 @@ const DCTCP_PARAMS: &[ParamSpec] = &[
     },
     ALPHA_ON_INIT,
     INJECT_SSTHRESH,
+    GUARD,
 ];
 
 const XDCTCP_PARAMS: &[ParamSpec] = &[
@@ -135,6 +151,7 @@ const XDCTCP_PARAMS: &[ParamSpec] = &[
     },
     ALPHA_ON_INIT,
     INJECT_SSTHRESH,
+    GUARD,
 ];
 
 macro_rules! feature {
@@ -187,6 +204,7 @@ const KDCTCP_PARAMS: &[ParamSpec] = &[
     ),
     ALPHA_ON_INIT,
     INJECT_SSTHRESH,
+    GUARD,
 ];
 
 impl Algo {
@@ -304,6 +322,7 @@ mod tests {
         for &a in Algo::ALL {
             assert!(a.param("alpha_on_init").is_some(), "{a:?}");
             assert!(a.param("inject_ssthresh").is_some(), "{a:?}");
+            assert!(a.param("guard").is_some(), "{a:?}");
             assert!(a.param("nosuch").is_none());
         }
         assert!(Algo::Dctcp.param("shift_g").is_some() && Algo::Dctcp.param("g").is_none());

@@ -18,7 +18,7 @@ use anyhow::{Context, Result};
 pub const BPFFS: &str = "/sys/fs/bpf";
 pub const ROOT: &str = "/sys/fs/bpf/dctcp-bpf";
 /// Where a running lab pins its switch, one directory per lab prefix:
-/// `<prefix>/queue_now` (the queue at the last arrival) and
+/// `<prefix>/queue_now` (the queue an arrival found, once per jiffy) and
 /// `<prefix>/marker_stats` (the marker's per-CPU counters), read by `loader top`.
 pub const LAB_ROOT: &str = "/sys/fs/bpf/dctcp-bpf-lab";
 

@@ -126,11 +126,14 @@ pub fn apply(algo: Algo, params: &mut dctcp_params, assignments: &[Assignment]) 
     Ok(())
 }
 
-/// `shift_g=4 alpha_on_init=1024`; fault injection only when it is on.
+/// `shift_g=4 alpha_on_init=1024`; fault injection only when it is on, the
+/// guard only when it is off.
 pub fn describe(algo: Algo, params: &dctcp_params) -> String {
+    use crate::algo::{GUARD, INJECT_SSTHRESH};
     algo.params()
         .iter()
-        .filter(|p| p.name != crate::algo::INJECT_SSTHRESH.name || (p.get)(params) != 0)
+        .filter(|p| p.name != INJECT_SSTHRESH.name || (p.get)(params) != 0)
+        .filter(|p| p.name != GUARD.name || (p.get)(params) != 1)
         .map(|p| format!("{}={}", p.name, p.display(params)))
         .collect::<Vec<_>>()
         .join(" ")

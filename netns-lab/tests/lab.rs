@@ -846,6 +846,36 @@ fn bench_measures_every_section_and_leaves_nothing() {
     assert!(ns > 0.0 && n > 1000, "{ns} ns x {n}");
     let (ns, n) = calls(&r["switch"]["per_packet"], "bottleneck_egr").expect("marker");
     assert!(ns > 0.0 && n > 1000, "{ns} ns x {n}");
+    // The floors: the Reno fallback per call, the empty program per packet.
+    let (ns, n) = calls(&r["algorithms"]["floor_per_call"], "dctcp_reno_cong").expect("floor");
+    assert!(ns > 0.0 && n > 100, "{ns} ns x {n}");
+    assert!(calls(&r["algorithms"]["per_call_unguarded"], "dctcp_in_ack").is_some());
+    // In isolation the marker does more than the empty program, and its
+    // probe more again (2026-11-25: 34, 39 and 93 ns per run).
+    let median = |what: &str| {
+        r["switch"]["isolated"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["what"] == what)
+            .unwrap_or_else(|| panic!("{what} not measured"))["median"]
+            .as_f64()
+            .unwrap()
+    };
+    let floor = median("floor: empty tcx program");
+    let marker = median("marker, no probe");
+    let probe = median("marker + probe, every arrival");
+    assert!(
+        floor < marker && marker + 20.0 < probe,
+        "{floor} {marker} {probe}"
+    );
+    assert_eq!(r["switch"]["egress"].as_array().unwrap().len(), 4);
+    for goal in [
+        "marker, ns per packet (isolated)",
+        "dctcp_in_ack_ev, ns per call",
+    ] {
+        assert!(table.contains(goal), "{goal} not in\n{table}");
+    }
     assert_eq!(r["switch"]["runs"].as_array().unwrap().len(), 2);
     assert_eq!(r["scale"].as_array().unwrap().len(), 2);
     // The delay section: 100 Mbit/s without a delay, then at 1 ms through

@@ -278,3 +278,41 @@ fn the_guard_repairs_an_injected_ssthresh_and_the_flows_go_on() {
         run.outcome.utilization
     );
 }
+
+/// `guard=0` turns the guard off and `loader set guard=1` back on while
+/// flows run. With every cut injected: no repair while it is off, though
+/// the flows carry the impossible ssthresh, and repairs right after it is
+/// back on.
+#[test]
+fn the_guard_switches_off_and_on_while_flows_run() {
+    require_root();
+    let _serial = serial();
+    let cc = LabCc::attach(
+        Algo::Dctcp,
+        assignments(&["inject_ssthresh=4294967295", "guard=0"]),
+    )
+    .unwrap();
+    let (run, (set_from, set_to)) = traced_run(
+        &cc,
+        3,
+        Duration::from_millis(1500),
+        &["guard=1", "inject_ssthresh=0"],
+    );
+    let events = &run.cc_trace.as_ref().unwrap().events;
+    let count = |f: &dyn Fn(&dctcp_event) -> bool| events.iter().filter(|e| f(e)).count();
+    let bogus_off = count(&|e| e.ts_ns < set_from && e.ssthresh == DCTCP_BOGUS_SSTHRESH);
+    let repairs_off = count(&|e| e.ts_ns < set_from && is(e, EV_REPAIR));
+    let repairs_on = count(&|e| e.ts_ns > set_to && is(e, EV_REPAIR));
+    assert!(
+        bogus_off > 0,
+        "no impossible ssthresh while the guard was off"
+    );
+    assert_eq!(repairs_off, 0, "repairs while the guard was off");
+    assert!(repairs_on > 0, "no repair once the guard was back on");
+    let (ssthresh, cwnd, holds) = cc.repairs().unwrap();
+    assert_eq!(
+        (ssthresh + cwnd + holds) as usize,
+        count(&|e| is(e, EV_REPAIR)),
+        "every counted repair is traced"
+    );
+}

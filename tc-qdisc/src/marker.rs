@@ -142,6 +142,94 @@ fn drain<T: Copy + Default + Send + 'static>(
     ))
 }
 
+/// The switch loaded with `cfg` in its read-only data.
+fn load(
+    storage: &mut MaybeUninit<libbpf_rs::OpenObject>,
+    cfg: marker_config,
+) -> Result<crate::skel::SwitchSkel<'_>> {
+    let mut open = SwitchSkelBuilder::default()
+        .open(storage)
+        .context("opening the BPF switch")?;
+    let ro = open
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .context("rodata not mapped")?;
+    // The skeleton's copy of marker_config has the same C layout: write it bytewise.
+    let bytes = loader::intf::to_bytes(&cfg);
+    assert_eq!(
+        std::mem::size_of_val(&ro.cfg),
+        bytes.len(),
+        "marker_config layouts differ"
+    );
+    // SAFETY: both are the C struct marker_config from bpf/intf.h, same size.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            &mut ro.cfg as *mut _ as *mut u8,
+            bytes.len(),
+        )
+    };
+    open.load()
+        .context("loading the BPF switch (needs bpf_cast_to_kern_ctx, Linux 6.3+)")
+}
+
+/// The floor the marker's cost is measured against (`lab bench`): an empty
+/// program on the same hook, tcx egress of the bottleneck.
+pub struct MarkerFloor {
+    _link: Link,
+}
+
+impl MarkerFloor {
+    pub fn attach(switch_ns: &Path, egress: &str) -> Result<MarkerFloor> {
+        let mut storage = MaybeUninit::uninit();
+        let skel = load(&mut storage, marker_config::default())?;
+        Ok(MarkerFloor {
+            _link: attach_tcx(&skel.progs.floor_egress, switch_ns, egress)?,
+        })
+    }
+}
+
+/// ns per run of the floor program and of the marker with `cfg`, each run
+/// `repeat` times through BPF_PROG_TEST_RUN on one 1,514-byte ECT(0) TCP
+/// segment: the programs' own cost on the pass path (a test run sees the
+/// loopback's empty queue), without the two clock reads bpf_stats adds to
+/// every call. With a probe, keep `repeat` x 32 bytes of samples under the
+/// ring's 16 MiB: nothing drains it here.
+pub fn isolated_ns(cfg: marker_config, repeat: u32) -> Result<(f64, f64)> {
+    let mut storage = MaybeUninit::uninit();
+    let skel = load(&mut storage, cfg)?;
+    let mut frame = vec![0u8; 1514];
+    frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    let ip = &mut frame[14..34];
+    ip[0] = 0x45;
+    ip[1] = 0x02; // ECT(0)
+    ip[2..4].copy_from_slice(&1500u16.to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 6; // TCP
+    ip[12..16].copy_from_slice(&[198, 18, 0, 1]);
+    ip[16..20].copy_from_slice(&[198, 18, 0, 2]);
+    frame[34 + 12] = 5 << 4; // TCP data offset: 20 bytes
+    let run = |prog: &libbpf_rs::ProgramMut<'_>| -> Result<f64> {
+        let out = prog.test_run(libbpf_rs::ProgramInput {
+            data_in: Some(&frame),
+            repeat,
+            ..Default::default()
+        })?;
+        anyhow::ensure!(
+            out.return_value == 0,
+            "{} returned {}",
+            prog.name().to_string_lossy(),
+            out.return_value
+        );
+        Ok(out.duration.as_nanos() as f64)
+    };
+    Ok((
+        run(&skel.progs.floor_egress)?,
+        run(&skel.progs.bottleneck_egress)?,
+    ))
+}
+
 impl BpfSwitch {
     /// Loads the switch with `cfg` and attaches the marker/probe to `egress`
     /// in `switch_ns` and the CE counter to `rx_if` in `rx_ns`. With
@@ -162,32 +250,7 @@ impl BpfSwitch {
             cfg.sample
         );
         let mut storage = MaybeUninit::uninit();
-        let mut open = SwitchSkelBuilder::default()
-            .open(&mut storage)
-            .context("opening the BPF switch")?;
-        let ro = open
-            .maps
-            .rodata_data
-            .as_deref_mut()
-            .context("rodata not mapped")?;
-        // The skeleton's copy of marker_config has the same C layout: write it bytewise.
-        let bytes = loader::intf::to_bytes(&cfg);
-        assert_eq!(
-            std::mem::size_of_val(&ro.cfg),
-            bytes.len(),
-            "marker_config layouts differ"
-        );
-        // SAFETY: both are the C struct marker_config from bpf/intf.h, same size.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                &mut ro.cfg as *mut _ as *mut u8,
-                bytes.len(),
-            )
-        };
-        let mut skel = open
-            .load()
-            .context("loading the BPF switch (needs bpf_cast_to_kern_ctx, Linux 6.3+)")?;
+        let mut skel = load(&mut storage, cfg)?;
 
         let mut links = vec![
             attach_tcx(&skel.progs.bottleneck_egress, switch_ns, egress)?,

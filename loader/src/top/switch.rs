@@ -2,7 +2,7 @@
 //! live state under [`LAB_ROOT`]`/<prefix>/`:
 //!
 //! ```text
-//! queue_now      ARRAY, 1 entry: struct queue_now (the queue at the last arrival)
+//! queue_now      ARRAY, 1 entry: struct queue_now (the queue an arrival found, refreshed once per jiffy)
 //! marker_stats   PERCPU_ARRAY, 1 entry: struct marker_stats (summed over CPUs)
 //! ```
 
