@@ -51,6 +51,8 @@ pub struct BenchConfig {
     pub tracing: bool,
     /// Seconds per switch run; 0 skips the switch benchmark.
     pub switch_secs: f64,
+    /// Also measure the switch's programs by perf sampling.
+    pub perf: bool,
     /// Star sizes to set up and tear down; empty skips.
     pub scale: Vec<usize>,
     /// The delay section; None skips it.
@@ -347,16 +349,40 @@ pub struct Ratio {
     pub median: f64,
     pub min: f64,
     pub max: f64,
+    /// 95 % interval of the median: percentile bootstrap over the rounds.
+    pub ci: (f64, f64),
+}
+
+fn median_of(sorted: &[f64]) -> f64 {
+    sorted[sorted.len() / 2]
 }
 
 fn ratio(what: String, v: &mut [f64]) -> Ratio {
     v.sort_by(f64::total_cmp);
     Ratio {
         what,
-        median: v[v.len() / 2],
+        median: median_of(v),
         min: v[0],
         max: v[v.len() - 1],
+        ci: median_interval(v),
     }
+}
+
+/// The 2.5th and 97.5th percentiles of the medians of 2,000 resamples
+/// (with replacement, seeded: the same rounds give the same interval).
+fn median_interval(v: &[f64]) -> (f64, f64) {
+    let mut rng = crate::rng::Rng(0x5eed);
+    let mut medians: Vec<f64> = (0..2000)
+        .map(|_| {
+            let mut r: Vec<f64> = (0..v.len())
+                .map(|_| v[(rng.next_u64() % v.len() as u64) as usize])
+                .collect();
+            r.sort_by(f64::total_cmp);
+            median_of(&r)
+        })
+        .collect();
+    medians.sort_by(f64::total_cmp);
+    (medians[50], medians[1949])
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -517,6 +543,8 @@ pub struct SwitchReport {
     pub egress: Vec<Ratio>,
     /// The same, each run in isolation (BPF_PROG_TEST_RUN), ns per run.
     pub isolated: Vec<Ratio>,
+    /// The same from perf's samples (`perf record -a`), ns per packet.
+    pub sampled: Vec<Ratio>,
 }
 
 /// What runs on the bottleneck's tcx egress.
@@ -538,8 +566,9 @@ fn through_switch(
     bottleneck: &Bottleneck,
     egress: Egress,
     secs: f64,
+    profile: bool,
     stop: &Arc<AtomicBool>,
-) -> Result<(f64, Vec<PerCall>)> {
+) -> Result<(f64, Vec<PerCall>, Option<f64>)> {
     let star = Star::build(&StarSpec::senders(2))?;
     star.sysctl_hosts("net.ipv4.tcp_ecn", "1")?;
     bottleneck.install(star.switch.name(), &star.bottleneck_if)?;
@@ -567,6 +596,9 @@ fn through_switch(
         .map(|sender| FlowSpec::long(sender, "cubic"))
         .collect();
     let iv = Duration::from_millis(100);
+    let counted = |c: tc_qdisc::qdisc_stats::QdiscCounters| c.sent_packets + c.drops;
+    let q0 = tc_qdisc::qdisc_stats::read(star.switch.name(), &star.bottleneck_if)?;
+    let perf = profile.then(|| Profile::start(secs)).transpose()?;
     let results = run_bulk(
         &star,
         &flows,
@@ -577,6 +609,16 @@ fn through_switch(
         |_| Ok(()),
     )?;
     let cost = per_call(&s0, &prog_stats(&ids));
+    let perf_ns = match perf {
+        Some(p) => {
+            let packets = counted(tc_qdisc::qdisc_stats::read(
+                star.switch.name(),
+                &star.bottleneck_if,
+            )?) - counted(q0);
+            Some(p.ns_per_event(&["bottleneck_egr", "floor_egress"], packets)?)
+        }
+        None => None,
+    };
     drop(switch);
     drop(floor);
     // Goodput after the first half second (slow start).
@@ -591,7 +633,76 @@ fn through_switch(
         .max()
         .unwrap_or(0)
         .saturating_sub(skip);
-    Ok((bits / (n.max(1) as f64 * iv.as_secs_f64()) / 1e9, cost))
+    Ok((
+        bits / (n.max(1) as f64 * iv.as_secs_f64()) / 1e9,
+        cost,
+        perf_ns,
+    ))
+}
+
+/// `perf record -a -e cpu-clock` over a run: the share of every CPU's time
+/// spent in given BPF programs, with no clock read added to them (bpf_stats
+/// adds two to every call).
+struct Profile {
+    child: std::process::Child,
+    file: std::path::PathBuf,
+    secs: f64,
+}
+
+impl Profile {
+    fn start(secs: f64) -> Result<Profile> {
+        let file = std::env::temp_dir().join(format!("lab-bench-perf-{}.data", std::process::id()));
+        let child = std::process::Command::new("perf")
+            .args(["record", "-a", "-q", "-e", "cpu-clock", "-F", "10000", "-o"])
+            .arg(&file)
+            .args(["--", "sleep", &format!("{secs}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .context("running perf (linux-perf): `lab bench --no-perf` skips this method")?;
+        Ok(Profile { child, file, secs })
+    }
+
+    /// ns of CPU per event (`events` over the run) in the programs whose
+    /// names start with one of `programs`.
+    fn ns_per_event(mut self, programs: &[&str], events: u64) -> Result<f64> {
+        let status = self.child.wait()?;
+        anyhow::ensure!(status.success(), "perf record failed: {status}");
+        let out = std::process::Command::new("perf")
+            .args([
+                "report",
+                "--stdio",
+                "--no-children",
+                "-q",
+                "--sort",
+                "sym",
+                "-i",
+            ])
+            .arg(&self.file)
+            .output()?;
+        let _ = std::fs::remove_file(&self.file);
+        anyhow::ensure!(
+            out.status.success(),
+            "perf report: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // "     0.80%  [k] bpf_prog_<tag>_bottleneck_egress"
+        let share: f64 = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                let pct = w.next()?.strip_suffix('%')?.parse::<f64>().ok()?;
+                let sym = w.last()?;
+                let name = sym.strip_prefix("bpf_prog_")?.split_once('_')?.1;
+                programs
+                    .iter()
+                    .any(|p| name.starts_with(p))
+                    .then_some(pct / 100.0)
+            })
+            .sum();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        Ok(share * cpus * self.secs * 1e9 / events.max(1) as f64)
+    }
 }
 
 fn switch(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchReport> {
@@ -610,7 +721,7 @@ fn switch(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchReport> {
             .into_iter()
             .enumerate()
         {
-            let (gbps, _) = through_switch(&top, egress, cfg.switch_secs, stop)?;
+            let (gbps, _, _) = through_switch(&top, egress, cfg.switch_secs, false, stop)?;
             let with = egress != Egress::Nothing;
             eprintln!(
                 "  round {round}/{}: bottleneck {} the marker: {gbps:.2} Gbit/s",
@@ -643,7 +754,7 @@ fn switch(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchReport> {
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); setups.len()];
     for round in 1..=cfg.rounds {
         for (i, (egress, what)) in setups.iter().enumerate() {
-            let (_, cost) = through_switch(&step, *egress, cfg.switch_secs, stop)?;
+            let (_, cost, _) = through_switch(&step, *egress, cfg.switch_secs, false, stop)?;
             let on_egress = cost
                 .iter()
                 .find(|p| {
@@ -668,6 +779,25 @@ fn switch(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchReport> {
         report.egress.push(ratio(what.to_string(), v));
     }
     drop(_stats);
+    // The same in situ by perf's sampling, with no clock reads in the
+    // programs (bpf_stats off).
+    if cfg.perf {
+        let mut ns: Vec<Vec<f64>> = vec![Vec::new(); setups.len()];
+        for round in 1..=cfg.rounds {
+            for (i, (egress, what)) in setups.iter().enumerate() {
+                let (_, _, perf_ns) = through_switch(&step, *egress, cfg.switch_secs, true, stop)?;
+                let v = perf_ns.context("perf measured nothing")?;
+                eprintln!(
+                    "  round {round}/{}: {what}: {v:.1} ns per packet (perf)",
+                    cfg.rounds
+                );
+                ns[i].push(v);
+            }
+        }
+        for ((_, what), v) in setups.iter().zip(&mut ns) {
+            report.sampled.push(ratio(what.to_string(), v));
+        }
+    }
     // The same programs in isolation (BPF_PROG_TEST_RUN, 100,000 runs each,
     // on the pass path), without bpf_stats' clock reads in every call.
     let mut floor = Vec::new();
@@ -829,8 +959,8 @@ pub fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<BenchReport> {
     })
 }
 
-/// PASS when every round meets the goal, MISS when none does, UNRESOLVED
-/// when the rounds fall on both sides of it.
+/// PASS when every round (or the whole interval) meets the goal, MISS when
+/// none does, UNRESOLVED when they fall on both sides of it.
 fn verdict(min: f64, max: f64, goal: f64) -> &'static str {
     if max <= goal {
         "PASS"
@@ -852,10 +982,13 @@ fn goals(r: &BenchReport) -> String {
     let mut row = |what: String, measured: String, goal: String, v: &str| {
         let _ = writeln!(s, "{what:<52} {measured:>22} {goal:>22}  {v}");
     };
-    let methods = r
-        .switch
-        .iter()
-        .flat_map(|w| [(&w.egress, "bpf_stats"), (&w.isolated, "isolated")]);
+    let methods = r.switch.iter().flat_map(|w| {
+        [
+            (&w.egress, "bpf_stats"),
+            (&w.sampled, "perf"),
+            (&w.isolated, "isolated"),
+        ]
+    });
     for (costs, method) in methods {
         let of = |what: &str| costs.iter().find(|e| e.what == what);
         if let (Some(floor), Some(marker), Some(probe)) =
@@ -900,9 +1033,9 @@ fn goals(r: &BenchReport) -> String {
     }) {
         row(
             x.what.clone(),
-            format!("{:.3} ({:.3}-{:.3})", x.median, x.min, x.max),
+            format!("{:.3} (95% {:.3}-{:.3})", x.median, x.ci.0, x.ci.1),
             "<= 1.03".into(),
-            verdict(x.min, x.max, 1.03),
+            verdict(x.ci.0, x.ci.1, 1.03),
         );
     }
     if let Some(x) = r.scale.iter().find(|x| x.senders == 64) {
@@ -1013,6 +1146,11 @@ pub fn table(r: &BenchReport) -> String {
                 "on the bottleneck's egress (bpf_stats)",
                 "ns/packet",
             ),
+            (
+                &w.sampled,
+                "in situ, perf samples (no bpf_stats)",
+                "ns/packet",
+            ),
             (&w.isolated, "in isolation (BPF_PROG_TEST_RUN)", "ns/run"),
         ] {
             let _ = writeln!(s, "\n{head:<44} {unit:>10} {:>18}", "rounds min-max");
@@ -1045,4 +1183,33 @@ pub fn table(r: &BenchReport) -> String {
         s += &crate::delay_bench::table(&r.delay);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_medians_interval_holds_the_median_and_narrows_with_rounds() {
+        assert_eq!(median_interval(&[1.0; 5]), (1.0, 1.0));
+        let spread = |n: usize| -> Vec<f64> {
+            let mut rng = crate::rng::Rng(7);
+            let mut v: Vec<f64> = (0..n).map(|_| 0.85 + 0.3 * rng.unit()).collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let (few, many) = (spread(5), spread(200));
+        let (a, b) = median_interval(&few);
+        assert!(a <= median_of(&few) && median_of(&few) <= b, "{a} {b}");
+        let (c, d) = median_interval(&many);
+        assert!(c <= median_of(&many) && median_of(&many) <= d);
+        assert!(d - c < (b - a) / 3.0, "{} against {}", d - c, b - a);
+    }
+
+    #[test]
+    fn a_verdict_needs_every_round_on_one_side() {
+        assert_eq!(verdict(0.9, 1.02, 1.03), "PASS");
+        assert_eq!(verdict(1.04, 1.2, 1.03), "MISS");
+        assert_eq!(verdict(0.9, 1.1, 1.03), "UNRESOLVED");
+    }
 }

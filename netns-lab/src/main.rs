@@ -338,6 +338,10 @@ enum Command {
         /// Seconds per switch run, 0 to skip (default 4, 2 with --quick).
         #[arg(long)]
         switch_secs: Option<f64>,
+        /// Leave out the switch's cost from perf's samples (perf record
+        /// -a, from linux-perf), which needs perf and adds a set of runs.
+        #[arg(long)]
+        no_perf: bool,
         /// Star sizes to set up and tear down (default 1,16,64,256; 1,16
         /// with --quick).
         #[arg(long, value_delimiter = ',')]
@@ -553,6 +557,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
             baselines,
             no_tracing,
             switch_secs,
+            no_perf,
             scale,
             delay_rates,
             delays,
@@ -567,6 +572,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
                 baselines,
                 tracing: !no_tracing,
                 switch_secs: switch_secs.unwrap_or(if quick { 2.0 } else { 4.0 }),
+                perf: !no_perf,
                 scale: scale.unwrap_or(if quick {
                     vec![1, 16]
                 } else {
