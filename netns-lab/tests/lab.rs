@@ -850,46 +850,34 @@ fn bench_measures_every_section_and_leaves_nothing() {
     let (ns, n) = calls(&r["algorithms"]["floor_per_call"], "dctcp_reno_cong").expect("floor");
     assert!(ns > 0.0 && n > 100, "{ns} ns x {n}");
     assert!(calls(&r["algorithms"]["per_call_unguarded"], "dctcp_in_ack").is_some());
-    // In isolation the marker does more than the empty program, and its
-    // probe more again (2026-11-25: 34, 39 and 93 ns per run).
-    let median = |what: &str| {
-        r["switch"]["isolated"]
+    let median = |method: &str, what: &str| {
+        r["switch"][method]
             .as_array()
             .unwrap()
             .iter()
             .find(|e| e["what"] == what)
-            .unwrap_or_else(|| panic!("{what} not measured"))["median"]
+            .unwrap_or_else(|| panic!("{what} not measured ({method})"))["median"]
             .as_f64()
             .unwrap()
     };
-    let floor = median("floor: empty tcx program");
-    let marker = median("marker, no probe");
-    let probe = median("marker + probe, every arrival");
-    assert!(
-        floor < marker && marker + 20.0 < probe,
-        "{floor} {marker} {probe}"
+    let (floor, marker, probe) = (
+        "floor: empty tcx program",
+        "marker, no probe",
+        "marker + probe, every arrival",
     );
+    // In isolation the marker does more than the empty program, and its
+    // probe more again (2026-11-25: 34, 39 and 93 ns per run).
+    let (f, m, p) = (
+        median("isolated", floor),
+        median("isolated", marker),
+        median("isolated", probe),
+    );
+    assert!(f < m && m + 20.0 < p, "isolated: {f} {m} {p}");
     assert_eq!(r["switch"]["egress"].as_array().unwrap().len(), 4);
     // perf's samples, in situ: the probe taking every arrival costs more
     // than the empty program (2026-11-25: 240 against 64 ns per packet).
-    let sampled = |what: &str| {
-        r["switch"]["sampled"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["what"] == what)
-            .unwrap_or_else(|| panic!("{what} not sampled"))["median"]
-            .as_f64()
-            .unwrap()
-    };
-    let (floor, probe) = (
-        sampled("floor: empty tcx program"),
-        sampled("marker + probe, every arrival"),
-    );
-    assert!(
-        floor > 0.0 && probe > floor,
-        "perf: floor {floor}, probe {probe}"
-    );
+    let (f, p) = (median("sampled", floor), median("sampled", probe));
+    assert!(f > 0.0 && p > f, "perf: floor {f}, probe {p}");
     for goal in [
         "marker, ns per packet (isolated)",
         "dctcp_in_ack_ev, ns per call",
