@@ -573,6 +573,10 @@ mod tests {
 
     #[test]
     fn a_missing_file_is_not_configured() {
+        // One that cannot be read (a directory) is a plain failure.
+        let e = read(Path::new("/")).err().unwrap();
+        assert!(e.downcast_ref::<Exit>().is_none(), "{e:#}");
+        assert!(format!("{e:#}").contains("reading /"), "{e:#}");
         let e = read(Path::new("/nonexistent/attach.toml")).err().unwrap();
         assert_eq!(e.downcast_ref::<Exit>().map(|x| x.status), Some(6), "{e:#}");
     }
