@@ -281,8 +281,9 @@ fn the_guard_repairs_an_injected_ssthresh_and_the_flows_go_on() {
 
 /// `guard=0` turns the guard off and `loader set guard=1` back on while
 /// flows run. With every cut injected: no repair while it is off, though
-/// the flows carry the impossible ssthresh, and repairs right after it is
-/// back on.
+/// the flows carry the impossible ssthresh; once it is back on, a flow seen
+/// with an impossible value is repaired. (A flow that the unguarded bursts
+/// left in timeouts may send nothing more in the run: nothing to check.)
 #[test]
 fn the_guard_switches_off_and_on_while_flows_run() {
     require_root();
@@ -302,13 +303,24 @@ fn the_guard_switches_off_and_on_while_flows_run() {
     let count = |f: &dyn Fn(&dctcp_event) -> bool| events.iter().filter(|e| f(e)).count();
     let bogus_off = count(&|e| e.ts_ns < set_from && e.ssthresh == DCTCP_BOGUS_SSTHRESH);
     let repairs_off = count(&|e| e.ts_ns < set_from && is(e, EV_REPAIR));
-    let repairs_on = count(&|e| e.ts_ns > set_to && is(e, EV_REPAIR));
     assert!(
         bogus_off > 0,
         "no impossible ssthresh while the guard was off"
     );
     assert_eq!(repairs_off, 0, "repairs while the guard was off");
-    assert!(repairs_on > 0, "no repair once the guard was back on");
+    const SANE: u32 = 1 << 24;
+    for flow in per_sender(&run) {
+        let after: Vec<&dctcp_event> = flow.iter().filter(|e| e.ts_ns > set_to).collect();
+        let impossible = after
+            .iter()
+            .filter(|e| e.cwnd >= SANE || (e.ssthresh >= SANE && e.ssthresh != 0x7fff_ffff))
+            .count();
+        let repairs = after.iter().filter(|e| is(e, EV_REPAIR)).count();
+        assert!(
+            impossible == 0 || repairs > 0,
+            "{impossible} events with an impossible window after the guard was back on, no repair"
+        );
+    }
     let (ssthresh, cwnd, holds) = cc.repairs().unwrap();
     assert_eq!(
         (ssthresh + cwnd + holds) as usize,
