@@ -28,9 +28,9 @@ fn main() {
         .header(shared.join("intf.h").to_string_lossy())
         // marker_stats and queue_now come from the loader's bindgen (intf.rs).
         .allowlist_type(
-            "marker_config|marker_mode|queue_sample|queue_departure|queue_action|rx_flow_.*",
+            "marker_config|marker_mode|queue_sample|queue_departure|queue_action|probe_batches|rx_flow_.*",
         )
-        .allowlist_var("MARKER_.*")
+        .allowlist_var("MARKER_.*|PROBE_BATCH")
         .derive_default(true)
         .generate()
         .expect("bindgen over bpf/intf.h")

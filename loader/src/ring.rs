@@ -26,8 +26,8 @@ pub struct RingDrainer<T> {
 }
 
 impl<T: Copy + Default + Send + 'static> RingDrainer<T> {
-    /// Starts draining `ring` every `period`. Records shorter than `T` are
-    /// skipped.
+    /// Starts draining `ring` every `period`. A record holds one `T` or a
+    /// batch of them (a whole number); a shorter record is skipped.
     pub fn spawn(ring: MapHandle, period: Duration) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, batches) = mpsc::channel();
@@ -38,9 +38,7 @@ impl<T: Copy + Default + Send + 'static> RingDrainer<T> {
             let sink = batch.clone();
             let mut builder = RingBufferBuilder::new();
             builder.add(&ring, move |data: &[u8]| {
-                if let Some(r) = from_bytes::<T>(data) {
-                    sink.borrow_mut().push(r);
-                }
+                sink.borrow_mut().extend(records::<T>(data));
                 0
             })?;
             let rb = builder.build()?;
@@ -103,5 +101,35 @@ impl<T> Drop for RingDrainer<T> {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// The `T`s in one ring record: a batch when its length is a whole number of
+/// them, else the one `T` at its start (a record longer than `T` from a
+/// program built with a larger struct), nothing when it is shorter.
+fn records<T: Copy + Default>(data: &[u8]) -> Vec<T> {
+    let size = std::mem::size_of::<T>();
+    if size > 0 && !data.is_empty() && data.len().is_multiple_of(size) {
+        data.chunks_exact(size)
+            .filter_map(from_bytes::<T>)
+            .collect()
+    } else {
+        from_bytes::<T>(data).into_iter().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::records;
+
+    #[test]
+    fn a_record_is_one_value_or_a_batch_of_them() {
+        let batch: Vec<u8> = [1u32, 2, 3].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        assert_eq!(records::<u32>(&batch), vec![1, 2, 3]);
+        assert_eq!(records::<u32>(&batch[..4]), vec![1]);
+        // Not a whole number of values: the first one only.
+        assert_eq!(records::<u32>(&batch[..6]), vec![1]);
+        assert!(records::<u32>(&batch[..3]).is_empty());
+        assert!(records::<u32>(&[]).is_empty());
     }
 }

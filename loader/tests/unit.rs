@@ -92,10 +92,6 @@ impl Host {
         last.unwrap()
     }
 
-    fn ns(&self) -> &Netns {
-        self.ns.as_ref().expect("a namespace of the test's own")
-    }
-
     /// `f` in the unit's namespace.
     fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
         match &self.ns {

@@ -527,6 +527,9 @@ fn algorithms(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<AlgorithmRepo
     Ok(report)
 }
 
+/// The egress programs (names as the kernel truncates them, 15 characters).
+const EGRESS_PROGRAMS: [&str; 3] = ["bottleneck_egre", "floor_egress", "queue_read_egre"];
+
 /// The egress setups the goals compare.
 const EGRESS_FLOOR: &str = "floor: empty tcx program";
 const EGRESS_MARKER: &str = "marker, no probe";
@@ -551,8 +554,8 @@ pub struct SwitchReport {
 #[derive(Clone, Copy, PartialEq)]
 enum Egress {
     Nothing,
-    /// An empty program: the floor.
-    Floor,
+    /// A floor program.
+    Floor(tc_qdisc::Floor),
     /// The switch, its probe taking every `sample`-th arrival (0: none).
     Switch {
         sample: u32,
@@ -573,9 +576,14 @@ fn through_switch(
     star.sysctl_hosts("net.ipv4.tcp_ecn", "1")?;
     bottleneck.install(star.switch.name(), &star.bottleneck_if)?;
     let before = max_prog_id();
-    let floor = (egress == Egress::Floor)
-        .then(|| tc_qdisc::MarkerFloor::attach(&star.switch.path(), &star.bottleneck_if))
-        .transpose()?;
+    let floor = match egress {
+        Egress::Floor(kind) => Some(tc_qdisc::MarkerFloor::attach(
+            kind,
+            &star.switch.path(),
+            &star.bottleneck_if,
+        )?),
+        _ => None,
+    };
     let switch = match egress {
         Egress::Switch { sample } => Some(BpfSwitch::start(
             None,
@@ -615,7 +623,7 @@ fn through_switch(
                 star.switch.name(),
                 &star.bottleneck_if,
             )?) - counted(q0);
-            Some(p.ns_per_event(&["bottleneck_egr", "floor_egress"], packets)?)
+            Some(p.ns_per_event(&EGRESS_PROGRAMS, packets)?)
         }
         None => None,
     };
@@ -640,9 +648,11 @@ fn through_switch(
     ))
 }
 
-/// `perf record -a -e cpu-clock` over a run: the share of every CPU's time
-/// spent in given BPF programs, with no clock read added to them (bpf_stats
-/// adds two to every call).
+/// `perf record -a -g -e cpu-clock` over a run: the share of every CPU's
+/// time spent in given BPF programs and the kernel functions they call (the
+/// ring buffer's, the clock's), with no clock read added to them (bpf_stats
+/// adds two to every call). The JIT gives BPF programs frame pointers, so
+/// the call graph reaches them.
 struct Profile {
     child: std::process::Child,
     file: std::path::PathBuf,
@@ -653,7 +663,17 @@ impl Profile {
     fn start(secs: f64) -> Result<Profile> {
         let file = std::env::temp_dir().join(format!("lab-bench-perf-{}.data", std::process::id()));
         let child = std::process::Command::new("perf")
-            .args(["record", "-a", "-q", "-e", "cpu-clock", "-F", "10000", "-o"])
+            .args([
+                "record",
+                "-a",
+                "-g",
+                "-q",
+                "-e",
+                "cpu-clock",
+                "-F",
+                "10000",
+                "-o",
+            ])
             .arg(&file)
             .args(["--", "sleep", &format!("{secs}")])
             .stdout(std::process::Stdio::null())
@@ -672,7 +692,9 @@ impl Profile {
             .args([
                 "report",
                 "--stdio",
-                "--no-children",
+                "--children",
+                "-g",
+                "none",
                 "-q",
                 "--sort",
                 "sym",
@@ -686,7 +708,8 @@ impl Profile {
             "perf report: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // "     0.80%  [k] bpf_prog_<tag>_bottleneck_egress"
+        // "     0.80%     0.30%  [k] bpf_prog_<tag>_bottleneck_egress": the
+        // first share is the program with what it called.
         let share: f64 = String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter_map(|l| {
@@ -743,7 +766,11 @@ fn switch(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchReport> {
     let _stats = BpfStats::on()?;
     let step = Bottleneck::step(1_000_000_000, 425, 20);
     let setups = [
-        (Egress::Floor, EGRESS_FLOOR),
+        (Egress::Floor(tc_qdisc::Floor::Empty), EGRESS_FLOOR),
+        (
+            Egress::Floor(tc_qdisc::Floor::QueueRead),
+            "floor + reading the qdisc's length",
+        ),
         (Egress::Switch { sample: 0 }, EGRESS_MARKER),
         (
             Egress::Switch { sample: 16 },
@@ -757,10 +784,7 @@ fn switch(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchReport> {
             let (_, cost, _) = through_switch(&step, *egress, cfg.switch_secs, false, stop)?;
             let on_egress = cost
                 .iter()
-                .find(|p| {
-                    p.program.starts_with("floor_egress")
-                        || p.program.starts_with("bottleneck_egre")
-                })
+                .find(|p| EGRESS_PROGRAMS.iter().any(|e| p.program.starts_with(e)))
                 .context("no egress program ran")?;
             eprintln!(
                 "  round {round}/{}: {what}: {:.1} ns per packet",
@@ -800,13 +824,19 @@ fn switch(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchReport> {
     }
     // The same programs in isolation (BPF_PROG_TEST_RUN, 100,000 runs each,
     // on the pass path), without bpf_stats' clock reads in every call.
+    // (A test run's queue is the loopback's, hot in this CPU's cache: the
+    // queue-reading floor would say nothing there.)
+    let markers: Vec<(u32, &str)> = setups
+        .iter()
+        .filter_map(|&(egress, what)| match egress {
+            Egress::Switch { sample } => Some((sample, what)),
+            _ => None,
+        })
+        .collect();
     let mut floor = Vec::new();
-    let mut isolated: Vec<Vec<f64>> = vec![Vec::new(); setups.len() - 1];
+    let mut isolated: Vec<Vec<f64>> = vec![Vec::new(); markers.len()];
     for _ in 0..cfg.rounds {
-        for (i, (egress, _)) in setups[1..].iter().enumerate() {
-            let Egress::Switch { sample } = *egress else {
-                continue;
-            };
+        for (i, &(sample, _)) in markers.iter().enumerate() {
             let config = step
                 .backend
                 .marker_config(step.buffer_pkts, step.rate_bps, sample);
@@ -818,7 +848,7 @@ fn switch(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchReport> {
     report
         .isolated
         .push(ratio(EGRESS_FLOOR.to_string(), &mut floor));
-    for ((_, what), v) in setups[1..].iter().zip(&mut isolated) {
+    for ((_, what), v) in markers.iter().zip(&mut isolated) {
         report.isolated.push(ratio(what.to_string(), v));
     }
     Ok(report)

@@ -28,6 +28,11 @@ fn require_root() {
 /// A one-sender star whose 1 Mbit/s bottleneck of `BUFFER` packets runs
 /// `backend`, with the BPF switch on it (and its departure probe if asked).
 fn switch_at_1mbit(backend: Backend, departures: bool) -> (Star, BpfSwitch) {
+    switch_probing(backend, departures, 1)
+}
+
+/// The same with the probe taking one arrival in `sample`.
+fn switch_probing(backend: Backend, departures: bool, sample: u32) -> (Star, BpfSwitch) {
     let star = Star::build(&StarSpec::senders(1)).unwrap();
     let b = Bottleneck {
         rate_bps: 1_000_000,
@@ -38,7 +43,7 @@ fn switch_at_1mbit(backend: Backend, departures: bool) -> (Star, BpfSwitch) {
     b.install(star.switch.name(), &star.bottleneck_if).unwrap();
     let sw = BpfSwitch::start(
         None,
-        b.backend.marker_config(BUFFER, b.rate_bps, 1),
+        b.backend.marker_config(BUFFER, b.rate_bps, sample),
         departures,
         &star.switch.path(),
         &star.bottleneck_if,
@@ -462,5 +467,58 @@ fn dual_ages_its_averages_over_an_idle_link() {
         action(second[0]),
         queue_action_QA_PASS,
         "after {idle_ns} ns of idle link the average still dropped the first Not-ECT packet"
+    );
+}
+
+/// The probe sampling one arrival in 16 takes about 1/16 of them, at random
+/// gaps: datagram i is 64 + i mod 16 bytes long, so a fixed stride of 16
+/// would see one length only. The probe takes arrivals whether the qdisc
+/// queues or drops them, so the burst can overrun the buffer.
+#[test]
+fn the_probe_samples_one_arrival_in_n_at_random_gaps() {
+    require_root();
+    const SENT: usize = 4000;
+    let (star, mut sw) = switch_probing(Backend::Droptail, false, 16);
+    star.senders[0]
+        .ns
+        .run(move || {
+            let s = udp_with_tos(0b10);
+            for i in 0..SENT {
+                s.send_to(&vec![0u8; 64 + i % 16], (RECEIVER_ADDR, 9))
+                    .unwrap();
+            }
+        })
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let arrivals = sw.stats().unwrap().pkts;
+    let samples: Vec<queue_sample> = sw
+        .take_trace()
+        .unwrap()
+        .samples
+        .into_iter()
+        .filter(|s| s.dport == 9)
+        .collect();
+    assert!(
+        arrivals >= SENT as u64,
+        "the marker saw {arrivals} arrivals"
+    );
+    eprintln!("{} samples of {arrivals} arrivals", samples.len());
+    // Gaps uniform on [0, 30]: 250 samples expected, standard deviation
+    // sqrt(4000 x 80 / 16^3) = 8.8; the bounds are 7 of them.
+    assert!(
+        (190..=310).contains(&samples.len()),
+        "{} samples of {SENT} arrivals, expected about {}",
+        samples.len(),
+        SENT / 16
+    );
+    let lengths: std::collections::BTreeSet<u32> = samples.iter().map(|s| s.len).collect();
+    assert!(
+        lengths.len() >= 12,
+        "sampled arrivals of only {} lengths of 16: {lengths:?}",
+        lengths.len()
+    );
+    assert!(
+        samples.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns),
+        "samples out of time order"
     );
 }

@@ -14,4 +14,4 @@ pub mod tc;
 
 pub use backend::{Backend, RedProfile};
 pub use bottleneck::Bottleneck;
-pub use marker::{BpfSwitch, MarkerFloor, QueueTrace, RxFlow};
+pub use marker::{BpfSwitch, Floor, MarkerFloor, QueueTrace, RxFlow};

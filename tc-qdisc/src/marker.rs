@@ -14,8 +14,8 @@ use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, MapHandle, ProgramMut};
 use serde::Serialize;
 
 use crate::intf::{
-    from_bytes, marker_config, marker_stats, queue_action_QA_DROP, queue_action_QA_TAILDROP,
-    queue_departure, queue_sample, rx_flow_key, rx_flow_stats,
+    from_bytes, marker_config, marker_stats, probe_batches, queue_action_QA_DROP,
+    queue_action_QA_TAILDROP, queue_departure, queue_sample, rx_flow_key, rx_flow_stats,
 };
 use crate::skel::SwitchSkelBuilder;
 use loader::netns::with_netns;
@@ -35,8 +35,8 @@ pub struct RxFlow {
     pub ect_pkts: u64,
 }
 
-/// Every arrival the probe recorded, in order, and every dequeue if the
-/// switch recorded them (the two together give the queue over time).
+/// Every arrival the probe recorded and every dequeue if the switch recorded
+/// them (the two together give the queue over time), each in time order.
 #[derive(Default)]
 pub struct QueueTrace {
     pub samples: Vec<queue_sample>,
@@ -94,6 +94,7 @@ pub struct BpfSwitch {
     _links: Vec<Link>,
     stats: MapHandle,
     rx_flows: MapHandle,
+    batches: MapHandle,
     reader: Option<RingDrainer<queue_sample>>,
     departures: Option<RingDrainer<queue_departure>>,
     _pins: Option<LivePins>,
@@ -174,18 +175,31 @@ fn load(
         .context("loading the BPF switch (needs bpf_cast_to_kern_ctx, Linux 6.3+)")
 }
 
-/// The floor the marker's cost is measured against (`lab bench`): an empty
-/// program on the same hook, tcx egress of the bottleneck.
+/// What the marker's cost is measured against (`lab bench`), on the same
+/// hook, tcx egress of the bottleneck.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Floor {
+    /// An empty program.
+    Empty,
+    /// A program that only reads the qdisc's length and backlog.
+    QueueRead,
+}
+
+/// A floor program attached for as long as this value lives.
 pub struct MarkerFloor {
     _link: Link,
 }
 
 impl MarkerFloor {
-    pub fn attach(switch_ns: &Path, egress: &str) -> Result<MarkerFloor> {
+    pub fn attach(floor: Floor, switch_ns: &Path, egress: &str) -> Result<MarkerFloor> {
         let mut storage = MaybeUninit::uninit();
         let skel = load(&mut storage, marker_config::default())?;
+        let prog = match floor {
+            Floor::Empty => &skel.progs.floor_egress,
+            Floor::QueueRead => &skel.progs.queue_read_egress,
+        };
         Ok(MarkerFloor {
-            _link: attach_tcx(&skel.progs.floor_egress, switch_ns, egress)?,
+            _link: attach_tcx(prog, switch_ns, egress)?,
         })
     }
 }
@@ -276,6 +290,7 @@ impl BpfSwitch {
         };
         let stats = MapHandle::try_from(&skel.maps.stats)?;
         let rx_flows = MapHandle::try_from(&skel.maps.rx_flows)?;
+        let batches = MapHandle::try_from(&skel.maps.batches)?;
         let reader = (cfg.sample > 0)
             .then(|| drain(&skel.maps.samples))
             .transpose()?;
@@ -287,6 +302,7 @@ impl BpfSwitch {
             _links: links,
             stats,
             rx_flows,
+            batches,
             reader,
             departures,
         })
@@ -327,15 +343,42 @@ impl BpfSwitch {
         Ok(out)
     }
 
-    /// Stops the probe and returns every sample it recorded. The programs
-    /// stay attached until this value is dropped.
+    /// Stops the probe and returns every record it made: those drained
+    /// from the rings, then the ones still waiting in each CPU's batch. The
+    /// programs stay attached until this value is dropped; what they record
+    /// after this call is lost.
     pub fn take_trace(&mut self) -> Result<QueueTrace> {
-        let samples = self.reader.take().map(|r| r.finish()).transpose()?;
-        let departures = self.departures.take().map(|r| r.finish()).transpose()?;
-        Ok(QueueTrace {
+        let reading = self.reader.is_some();
+        let mut samples = self.reader.take().map(|r| r.finish()).transpose()?;
+        let mut departures = self.departures.take().map(|r| r.finish()).transpose()?;
+        if reading {
+            let waiting = self
+                .batches
+                .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
+                .unwrap_or_default();
+            for b in waiting
+                .iter()
+                .filter_map(|b| from_bytes::<probe_batches>(b))
+            {
+                if let Some(s) = samples.as_mut() {
+                    s.extend_from_slice(&b.sample[..(b.samples as usize).min(b.sample.len())]);
+                }
+                if let Some(d) = departures.as_mut() {
+                    d.extend_from_slice(
+                        &b.departure[..(b.departures as usize).min(b.departure.len())],
+                    );
+                }
+            }
+        }
+        // Each CPU hands the rings its own batches: put the CPUs' records
+        // back in time order.
+        let mut trace = QueueTrace {
             samples: samples.unwrap_or_default(),
             departures: departures.unwrap_or_default(),
-        })
+        };
+        trace.samples.sort_by_key(|s| s.ts_ns);
+        trace.departures.sort_by_key(|d| d.ts_ns);
+        Ok(trace)
     }
 }
 

@@ -10,7 +10,8 @@
  * profiles chosen by the packet's ECN field, ECN-capable packets marked by
  * one, the others dropped by the other. Packets that are not ECN-capable are
  * dropped where they would have been marked, as a switch does. Every arrival
- * (or every sample-th) goes to a ring buffer: the queue probe.
+ * (or one in `sample`, at random gaps) goes to a ring buffer, PROBE_BATCH at
+ * a time: the queue probe.
  *
  * bottleneck_dequeue (tracepoint qdisc_dequeue) records every dequeue from
  * that same root qdisc and the queue it leaves behind: between them the two
@@ -58,6 +59,13 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 23);
 } departures SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct probe_batches);
+} batches SEC(".maps");
 
 /* The root qdisc bottleneck_egress found on its device: the tracepoint fires
  * for every qdisc on the machine and keeps only this one's dequeues. Set at
@@ -171,6 +179,19 @@ static __always_inline bool parse(struct __sk_buff *skb, struct pkt *p)
 	if (p->l4_bytes > tcp->doff * 4U)
 		p->tcp_payload = p->l4_bytes - tcp->doff * 4U;
 	return true;
+}
+
+/* Record i of a batch of `size` bytes at `recs` is written: returns the
+ * batch's next free slot, handing the ring the whole batch when it is full
+ * (no wakeup: the reader drains on a timer) and counting it in *lost when
+ * the ring has no room. */
+static __always_inline u32 batch_add(void *ring, void *recs, u32 size, u32 i, u64 *lost)
+{
+	if (++i < PROBE_BATCH)
+		return i;
+	if (bpf_ringbuf_output(ring, recs, size, BPF_RB_NO_WAKEUP) && lost)
+		*lost += PROBE_BATCH;
+	return 0;
 }
 
 /* RED: update the average with this arrival's queue and decide. */
@@ -369,24 +390,39 @@ int bottleneck_egress(struct __sk_buff *ctx)
 		}
 	}
 
-	if (cfg.sample && (cfg.sample == 1 || bpf_get_prandom_u32() % cfg.sample == 0)) {
-		smp = bpf_ringbuf_reserve(&samples, sizeof(*smp), 0);
-		if (smp) {
-			smp->ts_ns = bpf_ktime_get_ns();
-			smp->qlen = qlen;
-			smp->backlog = backlog;
-			smp->len = ctx->len;
-			smp->sport = p.sport;
-			smp->dport = p.dport;
-			smp->action = action;
-			smp->ecn = p.ecn;
-			smp->_pad = 0;
-			smp->_pad2 = 0;
-			/* The reader drains on a timer: no wakeup per packet. */
-			bpf_ringbuf_submit(smp, BPF_RB_NO_WAKEUP);
-		} else if (s) {
-			s->ring_full++;
+	if (cfg.sample) {
+		struct probe_batches *b = bpf_map_lookup_elem(&batches, &zero);
+		u32 i;
+
+		if (!b)
+			return verdict;
+		if (b->skip) {
+			b->skip--;
+			return verdict;
 		}
+		/* Gaps drawn uniformly from [0, 2 (sample - 1)] arrivals: one in
+		 * `sample` on average, without a fixed stride that could beat
+		 * against a periodic arrival pattern, and the draw and its
+		 * division (a 64-bit div, most of the probe's cost at one in
+		 * 16 when it came with every arrival) paid once per sample. */
+		if (cfg.sample > 1)
+			b->skip = bpf_get_prandom_u32() % (2 * cfg.sample - 1);
+		i = b->samples;
+		if (i >= PROBE_BATCH)
+			i = 0;
+		smp = &b->sample[i];
+		smp->ts_ns = bpf_ktime_get_ns();
+		smp->qlen = qlen;
+		smp->backlog = backlog;
+		smp->len = ctx->len;
+		smp->sport = p.sport;
+		smp->dport = p.dport;
+		smp->action = action;
+		smp->ecn = p.ecn;
+		smp->_pad = 0;
+		smp->_pad2 = 0;
+		b->samples = batch_add(&samples, b->sample, sizeof(b->sample), i,
+				       s ? &s->ring_full : NULL);
 	}
 	return verdict;
 }
@@ -399,32 +435,52 @@ int floor_egress(struct __sk_buff *ctx)
 	return TC_ACT_OK;
 }
 
+/* The floor plus what no marker can do without: reading the queue it
+ * decides on. The qdisc's length and backlog share a cache line that the
+ * CPU dequeuing keeps writing; `lab bench` sets this beside the marker to
+ * tell that line's cost from the marker's own. */
+SEC("tcx/egress")
+int queue_read_egress(struct __sk_buff *ctx)
+{
+	struct sk_buff *skb = bpf_cast_to_kern_ctx(ctx);
+	struct Qdisc *q = skb->dev->qdisc;
+
+	/* TCX_NEXT passes as TC_ACT_OK does: the loads stay, the verdict does
+	 * not change. */
+	return (q->q.qlen | q->qstats.backlog) == ~0U ? -1 : TC_ACT_OK;
+}
+
 SEC("tp_btf/qdisc_dequeue")
 int BPF_PROG(bottleneck_dequeue, struct Qdisc *q, const struct netdev_queue *txq,
 	     int packets, struct sk_buff *skb)
 {
 	struct queue_departure *d;
+	struct probe_batches *b;
 	struct marker_stats *s;
-	u32 zero = 0;
+	u32 zero = 0, i;
+	u64 ts;
 
 	/* packets is 1 even when the qdisc had nothing to give (skb NULL). */
 	if (!skb || (u64)q != bottleneck_qdisc)
 		return 0;
+	ts = bpf_ktime_get_ns();
 	if (q->q.qlen == 0)
-		idle_since_ns = bpf_ktime_get_ns();
+		idle_since_ns = ts;
 	s = bpf_map_lookup_elem(&stats, &zero);
 	if (s)
 		s->departed += packets;
-	d = bpf_ringbuf_reserve(&departures, sizeof(*d), 0);
-	if (!d) {
-		if (s)
-			s->departures_lost++;
+	b = bpf_map_lookup_elem(&batches, &zero);
+	if (!b)
 		return 0;
-	}
-	d->ts_ns = bpf_ktime_get_ns();
+	i = b->departures;
+	if (i >= PROBE_BATCH)
+		i = 0;
+	d = &b->departure[i];
+	d->ts_ns = ts;
 	d->qlen = q->q.qlen;
 	d->packets = packets;
-	bpf_ringbuf_submit(d, BPF_RB_NO_WAKEUP);
+	b->departures = batch_add(&departures, b->departure, sizeof(b->departure), i,
+				  s ? &s->departures_lost : NULL);
 	return 0;
 }
 
