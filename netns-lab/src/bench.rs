@@ -31,6 +31,7 @@ use tc_qdisc::{Backend, Bottleneck, BpfSwitch};
 use crate::cc::LabCc;
 use crate::netns::Netns;
 use crate::prefix::Prefix;
+use crate::profile::{self, Profile};
 use crate::topology::{offloads_off, Star, StarSpec};
 use crate::traffic::{listen_announced, run_bulk, send_bytes, FlowSpec};
 use crate::veth::Veth;
@@ -532,6 +533,7 @@ const EGRESS_PROGRAMS: [&str; 3] = ["bottleneck_egre", "floor_egress", "queue_re
 
 /// The egress setups the goals compare.
 const EGRESS_FLOOR: &str = "floor: empty tcx program";
+const EGRESS_QUEUE_READ: &str = "floor + reading the qdisc's length";
 const EGRESS_MARKER: &str = "marker, no probe";
 const EGRESS_PROBE: &str = "marker + probe, every arrival";
 
@@ -606,7 +608,7 @@ fn through_switch(
     let iv = Duration::from_millis(100);
     let counted = |c: tc_qdisc::qdisc_stats::QdiscCounters| c.sent_packets + c.drops;
     let q0 = tc_qdisc::qdisc_stats::read(star.switch.name(), &star.bottleneck_if)?;
-    let perf = profile.then(|| Profile::start(secs)).transpose()?;
+    let perf = profile.then(Profile::start).transpose()?;
     let results = run_bulk(
         &star,
         &flows,
@@ -623,7 +625,10 @@ fn through_switch(
                 star.switch.name(),
                 &star.bottleneck_if,
             )?) - counted(q0);
-            Some(p.ns_per_event(&EGRESS_PROGRAMS, packets)?)
+            let cpu_s = p
+                .finish()?
+                .cpu_s(|f| profile::bpf_program(f, &EGRESS_PROGRAMS));
+            Some(cpu_s * 1e9 / packets.max(1) as f64)
         }
         None => None,
     };
@@ -646,86 +651,6 @@ fn through_switch(
         cost,
         perf_ns,
     ))
-}
-
-/// `perf record -a -g -e cpu-clock` over a run: the share of every CPU's
-/// time spent in given BPF programs and the kernel functions they call (the
-/// ring buffer's, the clock's), with no clock read added to them (bpf_stats
-/// adds two to every call). The JIT gives BPF programs frame pointers, so
-/// the call graph reaches them.
-struct Profile {
-    child: std::process::Child,
-    file: std::path::PathBuf,
-    secs: f64,
-}
-
-impl Profile {
-    fn start(secs: f64) -> Result<Profile> {
-        let file = std::env::temp_dir().join(format!("lab-bench-perf-{}.data", std::process::id()));
-        let child = std::process::Command::new("perf")
-            .args([
-                "record",
-                "-a",
-                "-g",
-                "-q",
-                "-e",
-                "cpu-clock",
-                "-F",
-                "10000",
-                "-o",
-            ])
-            .arg(&file)
-            .args(["--", "sleep", &format!("{secs}")])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .context("running perf (linux-perf): `lab bench --no-perf` skips this method")?;
-        Ok(Profile { child, file, secs })
-    }
-
-    /// ns of CPU per event (`events` over the run) in the programs whose
-    /// names start with one of `programs`.
-    fn ns_per_event(mut self, programs: &[&str], events: u64) -> Result<f64> {
-        let status = self.child.wait()?;
-        anyhow::ensure!(status.success(), "perf record failed: {status}");
-        let out = std::process::Command::new("perf")
-            .args([
-                "report",
-                "--stdio",
-                "--children",
-                "-g",
-                "none",
-                "-q",
-                "--sort",
-                "sym",
-                "-i",
-            ])
-            .arg(&self.file)
-            .output()?;
-        let _ = std::fs::remove_file(&self.file);
-        anyhow::ensure!(
-            out.status.success(),
-            "perf report: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // "     0.80%     0.30%  [k] bpf_prog_<tag>_bottleneck_egress": the
-        // first share is the program with what it called.
-        let share: f64 = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| {
-                let mut w = l.split_whitespace();
-                let pct = w.next()?.strip_suffix('%')?.parse::<f64>().ok()?;
-                let sym = w.last()?;
-                let name = sym.strip_prefix("bpf_prog_")?.split_once('_')?.1;
-                programs
-                    .iter()
-                    .any(|p| name.starts_with(p))
-                    .then_some(pct / 100.0)
-            })
-            .sum();
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-        Ok(share * cpus * self.secs * 1e9 / events.max(1) as f64)
-    }
 }
 
 fn switch(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchReport> {
@@ -767,10 +692,7 @@ fn switch(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchReport> {
     let step = Bottleneck::step(1_000_000_000, 425, 20);
     let setups = [
         (Egress::Floor(tc_qdisc::Floor::Empty), EGRESS_FLOOR),
-        (
-            Egress::Floor(tc_qdisc::Floor::QueueRead),
-            "floor + reading the qdisc's length",
-        ),
+        (Egress::Floor(tc_qdisc::Floor::QueueRead), EGRESS_QUEUE_READ),
         (Egress::Switch { sample: 0 }, EGRESS_MARKER),
         (
             Egress::Switch { sample: 16 },
@@ -1024,17 +946,22 @@ fn goals(r: &BenchReport) -> String {
         if let (Some(floor), Some(marker), Some(probe)) =
             (of(EGRESS_FLOOR), of(EGRESS_MARKER), of(EGRESS_PROBE))
         {
-            for (x, extra, what) in [
-                (marker, 30.0, "marker, ns per packet"),
-                (probe, 100.0, "marker + probe, ns per sampled arrival"),
-            ] {
-                let goal = floor.median + extra;
-                row(
-                    format!("{what} ({method})"),
-                    format!("{:.1} ({:.1}-{:.1})", x.median, x.min, x.max),
-                    format!("<= floor {:.1} + {extra:.0}", floor.median),
-                    verdict(x.min, x.max, goal),
-                );
+            // Against the empty program, and against one that reads the
+            // queue as any marker must (measured in situ only).
+            let reads = of(EGRESS_QUEUE_READ).map(|f| (f, "queue-read floor"));
+            for (floor, name) in std::iter::once((floor, "floor")).chain(reads) {
+                for (x, extra, what) in [
+                    (marker, 30.0, "marker, ns per packet"),
+                    (probe, 100.0, "marker + probe, ns per sampled arrival"),
+                ] {
+                    let goal = floor.median + extra;
+                    row(
+                        format!("{what} ({method})"),
+                        format!("{:.1} ({:.1}-{:.1})", x.median, x.min, x.max),
+                        format!("<= {name} {:.1} + {extra:.0}", floor.median),
+                        verdict(x.min, x.max, goal),
+                    );
+                }
             }
         }
     }
@@ -1058,9 +985,16 @@ fn goals(r: &BenchReport) -> String {
     }
     // Against the kernel's own reno here and its dctcp in the VM (cubic
     // grows its window differently: not the same work per GB).
-    for x in r.algorithms.ratios.iter().filter(|x| {
-        x.what == "CPU per GB, bpf_dctcp / reno" || x.what == "CPU per GB, bpf_dctcp / dctcp"
-    }) {
+    let judged = [
+        "CPU per GB, bpf_dctcp / reno",
+        "CPU per GB, bpf_dctcp / dctcp",
+    ];
+    for x in r
+        .algorithms
+        .ratios
+        .iter()
+        .filter(|x| judged.contains(&x.what.as_str()))
+    {
         row(
             x.what.clone(),
             format!("{:.3} (95% {:.3}-{:.3})", x.median, x.ci.0, x.ci.1),

@@ -15,6 +15,7 @@ pub mod netns;
 pub mod oscillation;
 pub mod plot;
 pub mod prefix;
+pub mod profile;
 pub mod results;
 pub mod rng;
 pub mod rpc;

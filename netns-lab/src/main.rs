@@ -312,13 +312,16 @@ enum Command {
     /// What bpf_dctcp, its tracing and the BPF switch cost (`just bench`).
     ///
     /// Each comparison is measured side by side in one run, alternating A and
-    /// B every round, and printed as a ratio with its spread: CPU per GB and
-    /// throughput of bpf_dctcp against the kernel's algorithms (bulk over a
-    /// veth pair, offloads off) and with tracing per window and per ACK; ns
-    /// per call of every struct_ops program (kernel.bpf_stats_enabled, in a
-    /// separate transfer); the lab bottleneck's top goodput with and without
-    /// the BPF marker, and the marker's ns per packet; set-up and tear-down
-    /// time and memory of stars of N senders. Writes a JSON report.
+    /// B every round, and printed as a ratio with its spread and the 95 %
+    /// interval of its median: CPU per GB and throughput of bpf_dctcp
+    /// against the kernel's algorithms (bulk over a veth pair, offloads off)
+    /// and with tracing per window and per ACK; ns per call of every
+    /// struct_ops program (kernel.bpf_stats_enabled, in a separate transfer)
+    /// against its Reno fallback's; the lab bottleneck's top goodput with and without the BPF marker, and
+    /// the marker's ns per packet against an empty program and one that only
+    /// reads the queue, by bpf_stats, perf and BPF_PROG_TEST_RUN; set-up and
+    /// tear-down time and memory of stars of N senders. Ends with every goal
+    /// (PASS, MISS, UNRESOLVED). Writes a JSON report.
     Bench {
         /// 2 rounds, 256 MiB transfers, 2 s switch runs, stars of 1 and 16.
         #[arg(long)]
@@ -338,8 +341,8 @@ enum Command {
         /// Seconds per switch run, 0 to skip (default 4, 2 with --quick).
         #[arg(long)]
         switch_secs: Option<f64>,
-        /// Leave out the switch's cost from perf's samples (perf record
-        /// -a, from linux-perf), which needs perf and adds a set of runs.
+        /// Leave out the switch's cost from perf's samples (perf record -a
+        /// -g, from linux-perf), which needs perf and adds a set of runs.
         #[arg(long)]
         no_perf: bool,
         /// Star sizes to set up and tear down (default 1,16,64,256; 1,16
