@@ -306,6 +306,19 @@ pub fn detach(file: &AttachFile) -> Result<Vec<Outcome>> {
     Ok(outcomes)
 }
 
+/// Where the sysctl values a start found are kept.
+pub const STATE_DIR: &str = "/run/dctcp-bpf";
+
+/// The file that keeps them for the network namespace `netns` (a
+/// /proc/<pid>/ns/net or a bind mount of one): named by its inode.
+pub fn sysctl_state_file(netns: &Path) -> Result<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let ino = std::fs::metadata(netns)
+        .with_context(|| format!("reading {}", netns.display()))?
+        .ino();
+    Ok(Path::new(STATE_DIR).join(format!("sysctl-netns{ino}.json")))
+}
+
 /// The two sysctls, and what they were before the first `attach --from`
 /// changed them, kept per network namespace under /run (gone at reboot, as
 /// the pins are).
@@ -314,7 +327,6 @@ mod sysctl {
 
     const DEFAULT: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
     const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
-    const STATE_DIR: &str = "/run/dctcp-bpf";
 
     #[derive(Serialize, Deserialize)]
     struct Before {
@@ -349,11 +361,7 @@ mod sysctl {
     }
 
     fn state_file() -> Result<PathBuf> {
-        use std::os::unix::fs::MetadataExt;
-        let ino = std::fs::metadata("/proc/self/ns/net")
-            .context("reading /proc/self/ns/net")?
-            .ino();
-        Ok(Path::new(STATE_DIR).join(format!("sysctl-netns{ino}.json")))
+        super::sysctl_state_file(Path::new("/proc/self/ns/net"))
     }
 
     pub(super) fn apply(s: &Sysctl) -> Result<()> {
@@ -494,39 +502,31 @@ mod tests {
 
     #[test]
     fn bad_files_are_refused_with_the_place() {
-        assert!(refused("").contains("nothing to attach"));
-        assert!(refused("[[attach]]\nalgo = \"vegas\"\n").contains("#1: algo `vegas`"));
-        assert!(refused("[[attach]]\nalgo = \"dctcp\"\nshift_g = 4\n").contains("unknown field"));
-        assert!(
-            refused("[[attach]]\nalgo = \"dctcp\"\nparams = { shift_g = 11 }\n")
-                .contains("shift_g=11")
-        );
-        assert!(
-            refused("[[attach]]\nalgo = \"dctcp\"\nparams = { g = 0.1 }\n")
-                .contains("unknown parameter `g`")
-        );
-        assert!(
-            refused("[[attach]]\nalgo = \"dctcp\"\nparams = { shift_g = [4] }\n")
-                .contains("not a number")
-        );
-        assert!(refused("[[attach]]\nalgo = \"dctcp\"\nname = \"a/b\"\n").contains("may contain"));
-        assert!(refused("[[attach]]\nalgo = \"dctcp\"\nmode = \"fast\"\n").contains("mode `fast`"));
-        assert!(
-            refused("[[attach]]\nalgo = \"dctcp\"\n[[attach]]\nalgo = \"dctcp\"\n")
-                .contains("#2: `bpf_dctcp` clashes")
-        );
-        assert!(refused("[[attach]]\nalgo = \"dctcp\"\nname = \"a_reno\"\n[[attach]]\nalgo = \"dctcp\"\nname = \"a\"\n")
-            .contains("clashes"));
-        assert!(
-            refused("[[attach]]\nalgo = \"dctcp\"\n[sysctl]\ndefault = \"bbr\"\n")
-                .contains("`bbr`")
-        );
-        assert!(
-            refused("[[attach]]\nalgo = \"dctcp\"\n[sysctl]\nallowed = [\"vegas\"]\n")
-                .contains("`vegas`")
-        );
-        // toml's own errors carry the line.
-        assert!(refused("[[attach]]\nalgo = dctcp\n").contains("line 2"));
+        for (file, says) in [
+            ("", "nothing to attach"),
+            ("[[attach]]\nalgo = \"vegas\"\n", "#1: algo `vegas`"),
+            ("[[attach]]\nalgo = \"dctcp\"\nshift_g = 4\n", "unknown field"),
+            ("[[attach]]\nalgo = \"dctcp\"\nparams = { shift_g = 11 }\n", "shift_g=11"),
+            ("[[attach]]\nalgo = \"dctcp\"\nparams = { g = 0.1 }\n", "unknown parameter `g`"),
+            ("[[attach]]\nalgo = \"dctcp\"\nparams = { shift_g = [4] }\n", "not a number"),
+            ("[[attach]]\nalgo = \"dctcp\"\nname = \"a/b\"\n", "may contain"),
+            ("[[attach]]\nalgo = \"dctcp\"\nmode = \"fast\"\n", "mode `fast`"),
+            (
+                "[[attach]]\nalgo = \"dctcp\"\n[[attach]]\nalgo = \"dctcp\"\n",
+                "#2: `bpf_dctcp` clashes",
+            ),
+            (
+                "[[attach]]\nalgo = \"dctcp\"\nname = \"a_reno\"\n[[attach]]\nalgo = \"dctcp\"\nname = \"a\"\n",
+                "clashes",
+            ),
+            ("[[attach]]\nalgo = \"dctcp\"\n[sysctl]\ndefault = \"bbr\"\n", "`bbr`"),
+            ("[[attach]]\nalgo = \"dctcp\"\n[sysctl]\nallowed = [\"vegas\"]\n", "`vegas`"),
+            // toml's own errors carry the line.
+            ("[[attach]]\nalgo = dctcp\n", "line 2"),
+        ] {
+            let err = refused(file);
+            assert!(err.contains(says), "{file:?}: {err}");
+        }
     }
 
     #[test]

@@ -16,7 +16,6 @@ use serde_json::Value;
 use socket2::{Domain, Protocol, Socket, Type};
 
 const UNIT: &str = include_str!("../../packaging/dctcp-bpf.service.in");
-const STATE_DIR: &str = "/run/dctcp-bpf";
 
 /// The unit's command lines for `key` (ExecStart, ExecStop).
 fn exec_lines(key: &str) -> Vec<String> {
@@ -114,13 +113,11 @@ impl Host {
     }
 
     fn state_file(&self) -> PathBuf {
-        use std::os::unix::fs::MetadataExt;
         let ns = match &self.ns {
             Some(ns) => ns.path(),
             None => PathBuf::from("/proc/self/ns/net"),
         };
-        let ino = std::fs::metadata(ns).unwrap().ino();
-        Path::new(STATE_DIR).join(format!("sysctl-netns{ino}.json"))
+        loader::attach_file::sysctl_state_file(&ns).unwrap()
     }
 }
 

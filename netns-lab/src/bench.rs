@@ -558,7 +558,7 @@ enum Egress {
     Nothing,
     /// A floor program.
     Floor(tc_qdisc::Floor),
-    /// The switch, its probe taking every `sample`-th arrival (0: none).
+    /// The switch, its probe taking one arrival in `sample` (0: none).
     Switch {
         sample: u32,
     },
@@ -985,16 +985,9 @@ fn goals(r: &BenchReport) -> String {
     }
     // Against the kernel's own reno here and its dctcp in the VM (cubic
     // grows its window differently: not the same work per GB).
-    let judged = [
-        "CPU per GB, bpf_dctcp / reno",
-        "CPU per GB, bpf_dctcp / dctcp",
-    ];
-    for x in r
-        .algorithms
-        .ratios
-        .iter()
-        .filter(|x| judged.contains(&x.what.as_str()))
-    {
+    for x in r.algorithms.ratios.iter().filter(|x| {
+        x.what == "CPU per GB, bpf_dctcp / reno" || x.what == "CPU per GB, bpf_dctcp / dctcp"
+    }) {
         row(
             x.what.clone(),
             format!("{:.3} (95% {:.3}-{:.3})", x.median, x.ci.0, x.ci.1),

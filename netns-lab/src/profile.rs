@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
@@ -22,7 +22,6 @@ const FREQ: u32 = 10_000;
 pub struct Profile {
     child: Child,
     file: PathBuf,
-    started: Instant,
 }
 
 impl Profile {
@@ -46,16 +45,11 @@ impl Profile {
             .context("running perf (linux-perf; `lab bench --no-perf` skips this method)")?;
         // perf needs a moment to open its events on every CPU.
         std::thread::sleep(Duration::from_millis(200));
-        Ok(Profile {
-            child,
-            file,
-            started: Instant::now(),
-        })
+        Ok(Profile { child, file })
     }
 
     /// Stops the record and reads its call chains.
     pub fn finish(mut self) -> Result<Samples> {
-        let secs = self.started.elapsed().as_secs_f64();
         // SAFETY: signalling our own child, which we have not waited for.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
         let status = self.child.wait()?;
@@ -70,7 +64,7 @@ impl Profile {
             .output()
             .context("perf script")?;
         anyhow::ensure!(out.status.success(), "perf script failed: {}", out.status);
-        Ok(Samples::parse(&String::from_utf8_lossy(&out.stdout), secs))
+        Ok(Samples::parse(&String::from_utf8_lossy(&out.stdout)))
     }
 }
 
@@ -86,14 +80,12 @@ impl Drop for Profile {
 pub struct Samples {
     symbols: Vec<String>,
     chains: Vec<Vec<u32>>,
-    /// How long the record ran.
-    pub secs: f64,
 }
 
 impl Samples {
     /// `perf script -F ip,sym` output: one block per sample, one frame per
     /// line ("<ip> <symbol>"), blocks separated by empty lines.
-    fn parse(text: &str, secs: f64) -> Samples {
+    fn parse(text: &str) -> Samples {
         let mut ids: HashMap<&str, u32> = HashMap::new();
         let mut symbols = Vec::new();
         let mut chains = Vec::new();
@@ -118,11 +110,7 @@ impl Samples {
         if !chain.is_empty() {
             chains.push(chain);
         }
-        Samples {
-            symbols,
-            chains,
-            secs,
-        }
+        Samples { symbols, chains }
     }
 
     /// CPU seconds in the code `is_code` names: samples with a matching
@@ -135,14 +123,6 @@ impl Samples {
             .filter(|c| c.iter().any(|&id| hit[id as usize]))
             .count();
         n as f64 / f64::from(FREQ)
-    }
-
-    pub fn len(&self) -> usize {
-        self.chains.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.chains.is_empty()
     }
 }
 
@@ -176,8 +156,8 @@ mod tests {
 
     #[test]
     fn a_sample_counts_once_for_code_anywhere_in_its_chain() {
-        let s = Samples::parse(SCRIPT, 1.0);
-        assert_eq!(s.len(), 4);
+        let s = Samples::parse(SCRIPT);
+        assert_eq!(s.chains.len(), 4);
         let one = 1.0 / f64::from(FREQ);
         // The clock read under the egress program counts for it.
         assert_eq!(s.cpu_s(|f| bpf_program(f, &["bottleneck_egre"])), one);

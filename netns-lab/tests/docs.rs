@@ -4,6 +4,8 @@
 //! `--help` lists, every `just <recipe>` is in the justfile, and every
 //! relative link points at a file that exists. Needs no root.
 
+mod common;
+
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -118,18 +120,11 @@ impl Helps {
         self.cache
             .entry(key)
             .or_insert_with(|| {
-                let lab = Path::new(env!("CARGO_BIN_EXE_lab"));
-                let exe = if bin == "lab" {
-                    lab.to_path_buf()
-                } else {
-                    lab.with_file_name(bin)
-                };
-                assert!(
-                    exe.exists(),
-                    "{} is missing: cargo test --workspace builds it",
-                    exe.display()
-                );
-                let out = Command::new(exe).args(sub).arg("--help").output().unwrap();
+                let out = Command::new(common::workspace_bin(bin))
+                    .args(sub)
+                    .arg("--help")
+                    .output()
+                    .unwrap();
                 out.status
                     .success()
                     .then(|| String::from_utf8_lossy(&out.stdout).into_owned())

@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{require_root, serial, stderr, tmpdir};
+use common::{require_root, serial, stderr, tmpdir, workspace_bin};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -22,12 +22,7 @@ fn repo() -> PathBuf {
 /// --workspace`.
 fn bin_dir() -> PathBuf {
     let lab = Path::new(env!("CARGO_BIN_EXE_lab"));
-    let loader = lab.with_file_name("loader");
-    assert!(
-        loader.exists(),
-        "{} is missing: run the workspace's tests (cargo test --workspace)",
-        loader.display()
-    );
+    let loader = workspace_bin("loader");
     let dir = tmpdir("install-bins");
     std::fs::create_dir_all(&dir).unwrap();
     for (name, path) in [

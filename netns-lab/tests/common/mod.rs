@@ -146,3 +146,17 @@ pub fn assert_near(got: f64, want: f64, tol: f64, what: &str) {
         "{what}: {got} in the summary, {want} measured"
     );
 }
+
+/// A binary of the workspace: `lab` itself, or one cargo built beside it
+/// (`loader` comes from the loader crate, so only a workspace test run
+/// builds it).
+pub fn workspace_bin(name: &str) -> std::path::PathBuf {
+    let lab = std::path::Path::new(env!("CARGO_BIN_EXE_lab"));
+    let exe = lab.with_file_name(name);
+    assert!(
+        exe.exists(),
+        "{} is missing: run the workspace's tests (cargo test --workspace)",
+        exe.display()
+    );
+    exe
+}

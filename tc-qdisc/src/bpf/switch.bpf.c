@@ -336,12 +336,13 @@ int bottleneck_egress(struct __sk_buff *ctx)
 	struct marker_stats *s = bpf_map_lookup_elem(&stats, &zero);
 	struct queue_now *now = bpf_map_lookup_elem(&queue_now, &zero);
 	struct queue_sample *smp;
+	u64 jiffies = bpf_jiffies64();
 	u8 action = QA_PASS;
 
 	if (bottleneck_qdisc != (u64)q)
 		bottleneck_qdisc = (u64)q;
-	if (now && queue_now_jiffies != bpf_jiffies64()) {
-		queue_now_jiffies = bpf_jiffies64();
+	if (now && queue_now_jiffies != jiffies) {
+		queue_now_jiffies = jiffies;
 		now->ts_ns = bpf_ktime_get_ns();
 		now->qlen = qlen;
 		now->backlog = backlog;
@@ -457,14 +458,15 @@ int BPF_PROG(bottleneck_dequeue, struct Qdisc *q, const struct netdev_queue *txq
 	struct queue_departure *d;
 	struct probe_batches *b;
 	struct marker_stats *s;
-	u32 zero = 0, i;
+	u32 zero = 0, i, qlen;
 	u64 ts;
 
 	/* packets is 1 even when the qdisc had nothing to give (skb NULL). */
 	if (!skb || (u64)q != bottleneck_qdisc)
 		return 0;
 	ts = bpf_ktime_get_ns();
-	if (q->q.qlen == 0)
+	qlen = q->q.qlen;
+	if (qlen == 0)
 		idle_since_ns = ts;
 	s = bpf_map_lookup_elem(&stats, &zero);
 	if (s)
@@ -477,7 +479,7 @@ int BPF_PROG(bottleneck_dequeue, struct Qdisc *q, const struct netdev_queue *txq
 		i = 0;
 	d = &b->departure[i];
 	d->ts_ns = ts;
-	d->qlen = q->q.qlen;
+	d->qlen = qlen;
 	d->packets = packets;
 	b->departures = batch_add(&departures, b->departure, sizeof(b->departure), i,
 				  s ? &s->departures_lost : NULL);
