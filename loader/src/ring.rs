@@ -27,7 +27,7 @@ pub struct RingDrainer<T> {
 
 impl<T: Copy + Default + Send + 'static> RingDrainer<T> {
     /// Starts draining `ring` every `period`. A record holds one `T` or a
-    /// batch of them (a whole number); a shorter record is skipped.
+    /// batch of them; a record shorter than `T` is skipped.
     pub fn spawn(ring: MapHandle, period: Duration) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, batches) = mpsc::channel();
@@ -104,18 +104,12 @@ impl<T> Drop for RingDrainer<T> {
     }
 }
 
-/// The `T`s in one ring record: a batch when its length is a whole number of
-/// them, else the one `T` at its start (a record longer than `T` from a
-/// program built with a larger struct), nothing when it is shorter.
+/// The `T`s in one ring record: one, or a batch of them; a trailing part
+/// shorter than `T` is skipped. (`T` is a C struct, never zero-sized.)
 fn records<T: Copy + Default>(data: &[u8]) -> Vec<T> {
-    let size = std::mem::size_of::<T>();
-    if size > 0 && !data.is_empty() && data.len().is_multiple_of(size) {
-        data.chunks_exact(size)
-            .filter_map(from_bytes::<T>)
-            .collect()
-    } else {
-        from_bytes::<T>(data).into_iter().collect()
-    }
+    data.chunks_exact(std::mem::size_of::<T>())
+        .filter_map(from_bytes::<T>)
+        .collect()
 }
 
 #[cfg(test)]
@@ -127,8 +121,9 @@ mod tests {
         let batch: Vec<u8> = [1u32, 2, 3].iter().flat_map(|v| v.to_ne_bytes()).collect();
         assert_eq!(records::<u32>(&batch), vec![1, 2, 3]);
         assert_eq!(records::<u32>(&batch[..4]), vec![1]);
-        // Not a whole number of values: the first one only.
+        // Not a whole number of values: the whole ones only.
         assert_eq!(records::<u32>(&batch[..6]), vec![1]);
+        assert_eq!(records::<u32>(&batch[..10]), vec![1, 2]);
         assert!(records::<u32>(&batch[..3]).is_empty());
         assert!(records::<u32>(&[]).is_empty());
     }

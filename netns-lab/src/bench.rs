@@ -925,7 +925,11 @@ fn verdict(min: f64, max: f64, goal: f64) -> &'static str {
 
 /// Each goal of the hot path against its floor: the figure, the goal, the
 /// verdict.
-fn goals(r: &BenchReport) -> String {
+fn goals(
+    algorithms: &AlgorithmReport,
+    switch: Option<&SwitchReport>,
+    scale: &[ScaleRun],
+) -> String {
     use std::fmt::Write as _;
     let mut s = format!(
         "\n{:<52} {:>22} {:>22}  {}\n",
@@ -934,7 +938,7 @@ fn goals(r: &BenchReport) -> String {
     let mut row = |what: String, measured: String, goal: String, v: &str| {
         let _ = writeln!(s, "{what:<52} {measured:>22} {goal:>22}  {v}");
     };
-    let methods = r.switch.iter().flat_map(|w| {
+    let methods = switch.into_iter().flat_map(|w| {
         [
             (&w.egress, "bpf_stats"),
             (&w.sampled, "perf"),
@@ -967,13 +971,12 @@ fn goals(r: &BenchReport) -> String {
     }
     // The floor per call: the Reno fallback's cong_avoid, which only calls
     // the kernel's tcp_reno_cong_avoid kfunc.
-    let floor = r
-        .algorithms
+    let floor = algorithms
         .floor_per_call
         .iter()
         .find(|p| p.program.starts_with("dctcp_reno_cong"));
     if let Some(floor) = floor {
-        for p in r.algorithms.per_call.iter().filter(|p| p.calls >= 1000) {
+        for p in algorithms.per_call.iter().filter(|p| p.calls >= 1000) {
             let goal = 1.5 * floor.ns;
             row(
                 format!("{}, ns per call", p.program),
@@ -985,7 +988,7 @@ fn goals(r: &BenchReport) -> String {
     }
     // Against the kernel's own reno here and its dctcp in the VM (cubic
     // grows its window differently: not the same work per GB).
-    for x in r.algorithms.ratios.iter().filter(|x| {
+    for x in algorithms.ratios.iter().filter(|x| {
         x.what == "CPU per GB, bpf_dctcp / reno" || x.what == "CPU per GB, bpf_dctcp / dctcp"
     }) {
         row(
@@ -995,7 +998,7 @@ fn goals(r: &BenchReport) -> String {
             verdict(x.ci.0, x.ci.1, 1.03),
         );
     }
-    if let Some(x) = r.scale.iter().find(|x| x.senders == 64) {
+    if let Some(x) = scale.iter().find(|x| x.senders == 64) {
         let t = x.setup_s + x.teardown_s;
         row(
             "64 senders up and down, s".into(),
@@ -1120,7 +1123,7 @@ pub fn table(r: &BenchReport) -> String {
             }
         }
     }
-    s += &goals(r);
+    s += &goals(&r.algorithms, r.switch.as_ref(), &r.scale);
     if !r.scale.is_empty() {
         let _ = writeln!(
             s,
@@ -1168,5 +1171,120 @@ mod tests {
         assert_eq!(verdict(0.9, 1.02, 1.03), "PASS");
         assert_eq!(verdict(1.04, 1.2, 1.03), "MISS");
         assert_eq!(verdict(0.9, 1.1, 1.03), "UNRESOLVED");
+        // A round at the goal meets it.
+        assert_eq!(verdict(1.03, 1.1, 1.03), "UNRESOLVED");
+        assert_eq!(verdict(1.0, 1.03, 1.03), "PASS");
+    }
+
+    #[test]
+    fn a_ratio_is_the_median_and_range_of_the_rounds() {
+        let r = ratio("x".into(), &mut [3.0, 1.0, 2.0, 5.0, 4.0]);
+        assert_eq!((r.median, r.min, r.max), (3.0, 1.0, 5.0));
+        assert!(r.ci.0 <= 3.0 && 3.0 <= r.ci.1);
+    }
+
+    fn spread(what: &str, min: f64, median: f64, max: f64) -> Ratio {
+        Ratio {
+            what: what.into(),
+            median,
+            min,
+            max,
+            ci: (min, max),
+        }
+    }
+
+    /// The goals table's row for `what`: (measured, goal, verdict) columns.
+    fn row<'a>(table: &'a str, what: &str) -> &'a str {
+        table
+            .lines()
+            .find(|l| l.starts_with(what))
+            .unwrap_or_else(|| panic!("no row {what} in\n{table}"))[what.len()..]
+            .trim()
+    }
+
+    #[test]
+    fn every_goal_is_judged_against_its_floor() {
+        let per_call = |program: &str, ns: f64, calls: u64| PerCall {
+            program: program.into(),
+            ns,
+            calls,
+        };
+        let algorithms = AlgorithmReport {
+            per_call: vec![
+                per_call("dctcp_in_ack_ev", 110.0, 5000),
+                per_call("dctcp_cwnd_even", 130.0, 5000),
+                // Too few calls to judge.
+                per_call("dctcp_init", 900.0, 2),
+            ],
+            floor_per_call: vec![per_call("dctcp_reno_cong", 80.0, 5000)],
+            ratios: vec![
+                spread("CPU per GB, bpf_dctcp / reno", 0.95, 1.0, 1.02),
+                spread("CPU per GB, bpf_dctcp / dctcp", 1.04, 1.1, 1.2),
+                spread("CPU per GB, bpf_dctcp / cubic", 1.5, 1.6, 1.7),
+            ],
+            ..Default::default()
+        };
+        let switch = SwitchReport {
+            sampled: vec![
+                spread(EGRESS_FLOOR, 60.0, 62.0, 70.0),
+                spread(EGRESS_QUEUE_READ, 90.0, 100.0, 110.0),
+                spread(EGRESS_MARKER, 95.0, 110.0, 135.0),
+                spread(EGRESS_PROBE, 250.0, 300.0, 340.0),
+            ],
+            ..Default::default()
+        };
+        let scale = |senders, setup_s| ScaleRun {
+            senders,
+            setup_s,
+            teardown_s: 0.5,
+            rss_mib: 0.0,
+            rss_added_mib: 0.0,
+        };
+        let t = goals(&algorithms, Some(&switch), &[scale(1, 0.1), scale(64, 4.6)]);
+        // 110 against 62 + 30; against the queue-read floor 100 + 30 one
+        // round (135) is over.
+        let marker: Vec<&str> = t
+            .lines()
+            .filter(|l| l.starts_with("marker, ns per packet (perf)"))
+            .collect();
+        assert_eq!(marker.len(), 2, "{t}");
+        assert!(
+            marker[0].contains("<= floor 62.0 + 30") && marker[0].ends_with("MISS"),
+            "{t}"
+        );
+        assert!(
+            marker[1].contains("<= queue-read floor 100.0 + 30")
+                && marker[1].ends_with("UNRESOLVED"),
+            "{t}"
+        );
+        assert!(row(&t, "marker + probe, ns per sampled arrival (perf)").ends_with("MISS"));
+        // Per call against 1.5 x 80 = 120.
+        assert!(
+            row(&t, "dctcp_in_ack_ev, ns per call").ends_with("PASS"),
+            "{t}"
+        );
+        assert!(
+            row(&t, "dctcp_cwnd_even, ns per call").ends_with("MISS"),
+            "{t}"
+        );
+        assert!(!t.contains("dctcp_init"), "{t}");
+        // CPU per GB on the interval against 1.03; cubic is not judged.
+        assert!(
+            row(&t, "CPU per GB, bpf_dctcp / reno").ends_with("PASS"),
+            "{t}"
+        );
+        assert!(
+            row(&t, "CPU per GB, bpf_dctcp / dctcp").ends_with("MISS"),
+            "{t}"
+        );
+        assert!(!t.contains("/ cubic"), "{t}");
+        // 64 senders: 4.6 + 0.5 s against 5.
+        let up_down = row(&t, "64 senders up and down, s");
+        assert!(
+            up_down.starts_with("5.10") && up_down.ends_with("MISS"),
+            "{t}"
+        );
+        // Without a switch report, no switch goals.
+        assert!(!goals(&algorithms, None, &[]).contains("marker"));
     }
 }
