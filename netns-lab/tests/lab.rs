@@ -847,8 +847,11 @@ fn bench_measures_every_section_and_leaves_nothing() {
     let (ns, n) = calls(&r["switch"]["per_packet"], "bottleneck_egr").expect("marker");
     assert!(ns > 0.0 && n > 1000, "{ns} ns x {n}");
     // The floors: the Reno fallback per call, the empty program per packet.
+    // How often cong_avoid runs depends on how many ACKs find the flow
+    // cwnd-limited: 271-313 calls in six 32 MiB runs alone, 69 once in a
+    // suite run. The floor is measured when its program ran at all.
     let (ns, n) = calls(&r["algorithms"]["floor_per_call"], "dctcp_reno_cong").expect("floor");
-    assert!(ns > 0.0 && n > 100, "{ns} ns x {n}");
+    assert!(ns > 0.0 && n > 0, "{ns} ns x {n}");
     assert!(calls(&r["algorithms"]["per_call_unguarded"], "dctcp_in_ack").is_some());
     let median = |method: &str, what: &str| {
         r["switch"][method]
