@@ -847,11 +847,18 @@ fn bench_measures_every_section_and_leaves_nothing() {
     let (ns, n) = calls(&r["switch"]["per_packet"], "bottleneck_egr").expect("marker");
     assert!(ns > 0.0 && n > 1000, "{ns} ns x {n}");
     // The floors: the Reno fallback per call, the empty program per packet.
-    // How often cong_avoid runs depends on how many ACKs find the flow
-    // cwnd-limited: 271-313 calls in six 32 MiB runs alone, 69 once in a
-    // suite run. The floor is measured when its program ran at all.
-    let (ns, n) = calls(&r["algorithms"]["floor_per_call"], "dctcp_reno_cong").expect("floor");
-    assert!(ns > 0.0 && n > 0, "{ns} ns x {n}");
+    // The floor: the Reno fallback's cong_avoid does the kfunc work
+    // bpf_dctcp's own cong_avoid does, so it costs about the same per call
+    // (2026-11-25, four runs: 80-88 against 76-83 ns; 106 on 69 calls in a
+    // suite run). How often it runs depends on how many ACKs find the flow
+    // cwnd-limited (271-313 calls per 32 MiB alone, 69 in that suite run),
+    // so its count is not asserted.
+    let (ns, _) = calls(&r["algorithms"]["floor_per_call"], "dctcp_reno_cong").expect("floor");
+    let (own, _) = calls(&r["algorithms"]["per_call"], "dctcp_cong_avoi").expect("cong_avoid");
+    assert!(
+        (0.5..2.0).contains(&(ns / own)),
+        "floor {ns} ns against bpf_dctcp's cong_avoid {own} ns"
+    );
     assert!(calls(&r["algorithms"]["per_call_unguarded"], "dctcp_in_ack").is_some());
     let median = |method: &str, what: &str| {
         r["switch"][method]
