@@ -285,6 +285,21 @@ static __always_inline u32 dctcp_expected_ssthresh(struct sock *sk)
 	return dctcp_reduced(base, ca->alpha, ca->reduction) + ca->grown;
 }
 
+/* The most a reduction under way can have set ssthresh to: the window it
+ * began from plus CWR growth (kdctcp), or half the window a loss struck at.
+ * The second is larger when the loss comes during CWR: tcp_enter_recovery
+ * keeps the CWR's prior_cwnd, and PRR may have let cwnd run above it, so
+ * the halving in dctcp_react_to_loss is real and must not be "repaired". */
+static __always_inline u32 dctcp_max_ssthresh(struct sock *sk)
+{
+	struct dctcp_state *ca = dctcp_ca(sk);
+	u32 bound = tcp_sk(sk)->prior_cwnd + ca->grown;
+
+	if (ca->loss_cwnd < DCTCP_CWND_SANE)
+		bound = max(bound, ca->loss_cwnd >> 1U);
+	return bound;
+}
+
 static __always_inline void dctcp_core_guard(struct sock *sk, struct dctcp_stats *stats)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
@@ -295,7 +310,7 @@ static __always_inline void dctcp_core_guard(struct sock *sk, struct dctcp_stats
 	/* TCP_INFINITE_SSTHRESH (never reduced, or an undo back to that) is
 	 * the one large value that is real. */
 	if (ssthresh != TCP_INFINITE_SSTHRESH &&
-	    ((reducing && tp->prior_cwnd && ssthresh > tp->prior_cwnd + dctcp_ca(sk)->grown) ||
+	    ((reducing && tp->prior_cwnd && ssthresh > dctcp_max_ssthresh(sk)) ||
 	     ssthresh >= DCTCP_CWND_SANE)) {
 		tp->snd_ssthresh = ssthresh = dctcp_expected_ssthresh(sk);
 		__sync_fetch_and_add(&stats->ssthresh_repairs, 1);

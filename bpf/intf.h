@@ -339,4 +339,48 @@ struct rx_flow_stats {
 	u64 ect_pkts;
 };
 
+/*
+ * A faulty link in the lab: tc-qdisc/src/bpf/faults.bpf.c, on tcx of the
+ * receiver's interface, ingress for the data path, egress for the ACK path.
+ * Loss and reordering act on the segments of established flows of one kind
+ * (data on the data path, pure ACKs on the ACK path); handshakes and closes
+ * pass. ECN bleaching clears any TCP segment's ECN field, syn_bleach the
+ * ECN negotiation of SYNs.
+ */
+enum fault_segments {
+	FAULT_DATA = 0, /* segments that carry payload */
+	FAULT_ACKS = 1, /* pure ACKs: no payload, no SYN, FIN or RST */
+};
+
+/* A probability p as p * FAULT_PROB_ONE, compared with a 32-bit random draw:
+ * 0 never, FAULT_PROB_ONE always. */
+#define FAULT_PROB_ONE (1ULL << 32)
+
+/* skb->mark of a packet back from the reordering detour, so the fault that
+ * sent it there lets it pass the second time. */
+#define FAULT_DETOUR_MARK 0x0dc7c9f1U
+
+struct fault_config {
+	u32 segments;         /* enum fault_segments */
+	u32 syn_bleach;       /* clear ECE and CWR on SYNs: ECN never negotiated */
+	u64 loss;             /* drop, 1/FAULT_PROB_ONE */
+	u64 ecn_bleach;       /* clear the ECN field (CE or ECT to Not-ECT), any segment */
+	u64 reorder;          /* send on the detour, which returns it late */
+	u32 detour_ifindex;   /* where reordered segments leave (egress) */
+	u32 return_ifindex;   /* where the detour delivers them (ingress) */
+};
+
+/* Counters of one faulty link, per CPU. */
+struct fault_stats {
+	u64 seen;          /* segments of the kind the faults act on */
+	u64 dropped;
+	u64 ce_bleached;   /* arrived CE, left Not-ECT */
+	u64 ect_bleached;  /* arrived ECT(0) or ECT(1), left Not-ECT */
+	u64 syns;          /* SYNs that asked for ECN (ECE and CWR set) */
+	u64 syn_bleached;  /* ... of them, with both flags cleared */
+	u64 reordered;     /* sent on the detour */
+	u64 returned;      /* back from the detour */
+	u64 detour_failed; /* the redirect refused: passed in order */
+};
+
 #endif /* DCTCP_BPF_INTF_H */

@@ -8,6 +8,10 @@ use anyhow::Result;
 use loader::event::{Decoder, Event};
 use loader::intf::dctcp_event_type_DCTCP_EV_WINDOW as EV_WINDOW;
 use loader::intf::{dctcp_event, dctcp_event_type_DCTCP_EV_ACK as EV_ACK};
+use loader::intf::{
+    dctcp_event_type_DCTCP_EV_FALLBACK as EV_FALLBACK,
+    dctcp_event_type_DCTCP_EV_REPAIR as EV_REPAIR, dctcp_event_type_DCTCP_EV_STATE as EV_STATE,
+};
 use loader::trace::{Counts, Detail, Session};
 use serde::Serialize;
 use tc_qdisc::RxFlow;
@@ -69,6 +73,150 @@ pub struct FlowCheck {
     /// CE-marked and all data packets the receiver counted for this flow.
     pub receiver_pkts: u64,
     pub receiver_ce_pkts: u64,
+    /// Handed to the Reno fallback: ECN was not negotiated.
+    pub fallbacks: u64,
+    pub loss: LossReactions,
+}
+
+/// TCP_CA_CWR, TCP_CA_Recovery and TCP_CA_Loss: the states a reduction
+/// puts a sender in.
+const CA_CWR: u8 = 2;
+const CA_RECOVERY: u8 = 3;
+const CA_LOSS: u8 = 4;
+
+/// How a flow reacted to loss (RFC 8257 3.5: as Reno does, halving at most
+/// once per window of data), from its state changes and the ssthresh its
+/// ACKs carried after each.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LossReactions {
+    /// Entries into fast recovery, one reduction each.
+    pub recoveries: u64,
+    /// Entries into Loss (a retransmission timeout).
+    pub timeouts: u64,
+    /// Shortest time from one reduction to the next, in the smoothed RTTs
+    /// of the second.
+    pub min_gap_rtts: Option<f64>,
+    /// Reductions less than one smoothed RTT after the one before: a second
+    /// cut within a window of data.
+    pub cuts_within_rtt: u64,
+    /// ... of them, those whose previous reduction was a recovery entered
+    /// during an ECN reduction (CWR). Such a recovery keeps the CWR's
+    /// high_seq (tcp_enter_recovery skips tcp_init_cwnd_reduction while a
+    /// reduction is under way), may end at the next ACK, and the loss not
+    /// yet repaired starts a new one.
+    pub cuts_within_rtt_after_cwr: u64,
+    /// Recoveries whose later ACKs were traced, and of them those whose
+    /// ssthresh was exactly Reno's halving of the cwnd they started from,
+    /// max(cwnd / 2, 2), and never lower before the recovery ended.
+    pub recoveries_seen: u64,
+    pub halved_once: u64,
+    /// Recoveries during which bpf_dctcp's guard repaired the window (the
+    /// README's known issue): not judged, their ssthresh is the guard's.
+    pub recoveries_repaired: u64,
+}
+
+/// A reduction under way: when it began, whether it was a recovery entered
+/// from CWR, and for a recovery its target, the lowest ssthresh since and
+/// whether the guard repaired anything meanwhile.
+struct Cut {
+    ts_ns: u64,
+    from_cwr: bool,
+    recovery: Option<Watch>,
+}
+
+struct Watch {
+    target: u32,
+    low: Option<u32>,
+    repaired: bool,
+}
+
+impl LossReactions {
+    /// Judges a recovery that has ended.
+    fn close(&mut self, w: Watch) {
+        if w.repaired {
+            self.recoveries_repaired += 1;
+        } else if let Some(low) = w.low {
+            self.recoveries_seen += 1;
+            self.halved_once += u64::from(low == w.target);
+        }
+    }
+}
+
+impl LossReactions {
+    /// Two flows' reactions together (counts added, the shorter gap).
+    pub fn add(&self, o: &LossReactions) -> LossReactions {
+        LossReactions {
+            recoveries: self.recoveries + o.recoveries,
+            timeouts: self.timeouts + o.timeouts,
+            min_gap_rtts: match (self.min_gap_rtts, o.min_gap_rtts) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            cuts_within_rtt: self.cuts_within_rtt + o.cuts_within_rtt,
+            cuts_within_rtt_after_cwr: self.cuts_within_rtt_after_cwr + o.cuts_within_rtt_after_cwr,
+            recoveries_seen: self.recoveries_seen + o.recoveries_seen,
+            halved_once: self.halved_once + o.halved_once,
+            recoveries_repaired: self.recoveries_repaired + o.recoveries_repaired,
+        }
+    }
+
+    /// From one flow's events in time order.
+    pub fn of(events: &[&dctcp_event]) -> LossReactions {
+        let mut r = LossReactions::default();
+        let mut last: Option<Cut> = None;
+        for e in events {
+            let ty = u32::from(e.type_);
+            let watch = last.as_mut().and_then(|c| c.recovery.as_mut());
+            if ty == EV_ACK {
+                if let Some(w) = watch {
+                    w.low = Some(w.low.map_or(e.ssthresh, |l| l.min(e.ssthresh)));
+                }
+                continue;
+            }
+            if ty == EV_REPAIR {
+                if let Some(w) = watch {
+                    w.repaired = true;
+                }
+                continue;
+            }
+            if ty != EV_STATE || e.value == e.ca_state {
+                continue;
+            }
+            // Any change of state ends the recovery's watch.
+            if let Some(w) = last.as_mut().and_then(|c| c.recovery.take()) {
+                r.close(w);
+            }
+            if e.value != CA_RECOVERY && e.value != CA_LOSS {
+                continue;
+            }
+            if e.value == CA_RECOVERY {
+                r.recoveries += 1;
+            } else {
+                r.timeouts += 1;
+            }
+            if let Some(prev) = &last {
+                let gap = (e.ts_ns - prev.ts_ns) as f64 / (f64::from(e.srtt_us.max(1)) * 1e3);
+                r.min_gap_rtts = Some(r.min_gap_rtts.map_or(gap, |g: f64| g.min(gap)));
+                if gap < 1.0 {
+                    r.cuts_within_rtt += 1;
+                    r.cuts_within_rtt_after_cwr += u64::from(prev.from_cwr);
+                }
+            }
+            last = Some(Cut {
+                ts_ns: e.ts_ns,
+                from_cwr: e.value == CA_RECOVERY && e.ca_state == CA_CWR,
+                recovery: (e.value == CA_RECOVERY).then(|| Watch {
+                    target: (e.cwnd >> 1).max(2),
+                    low: None,
+                    repaired: false,
+                }),
+            });
+        }
+        if let Some(w) = last.and_then(|c| c.recovery) {
+            r.close(w);
+        }
+        r
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -143,6 +291,8 @@ impl CcTrace {
                     sender_delivered_ce: span(|e| e.delivered_ce),
                     receiver_pkts: r.map_or(0, |r| r.pkts),
                     receiver_ce_pkts: r.map_or(0, |r| r.ce_pkts),
+                    fallbacks: count(EV_FALLBACK),
+                    loss: LossReactions::of(&mine),
                 }
             })
             .collect();
@@ -190,5 +340,111 @@ impl CcTrace {
             });
         }
         (cwnd, alpha)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(ms: u64, ty: u32, from: u8, to: u8, cwnd: u32, ssthresh: u32) -> dctcp_event {
+        dctcp_event {
+            ts_ns: ms * 1_000_000,
+            type_: ty as u8,
+            ca_state: from,
+            value: to,
+            cwnd,
+            ssthresh,
+            srtt_us: 1000,
+            ..Default::default()
+        }
+    }
+
+    fn ack(ms: u64, cwnd: u32, ssthresh: u32) -> dctcp_event {
+        ev(ms, EV_ACK, 0, 0, cwnd, ssthresh)
+    }
+
+    fn state(ms: u64, from: u8, to: u8, cwnd: u32) -> dctcp_event {
+        // The state event carries the ssthresh from before the reaction.
+        ev(ms, EV_STATE, from, to, cwnd, 999)
+    }
+
+    fn reactions(evs: &[dctcp_event]) -> LossReactions {
+        LossReactions::of(&evs.iter().collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn one_halving_per_recovery_counts_as_halved_once() {
+        let r = reactions(&[
+            ack(0, 40, 1000),
+            state(1, 0, CA_RECOVERY, 40),
+            ack(2, 30, 20),
+            ack(3, 22, 20),
+            state(4, 3, 0, 20),
+            ack(5, 21, 20),
+            // 6 ms later, six RTTs: a new window, a new halving.
+            state(7, 0, CA_RECOVERY, 21),
+            ack(8, 15, 10),
+        ]);
+        assert_eq!(r.recoveries, 2);
+        assert_eq!(r.timeouts, 0);
+        assert_eq!((r.recoveries_seen, r.halved_once), (2, 2));
+        assert_eq!(r.cuts_within_rtt, 0);
+        assert!((r.min_gap_rtts.unwrap() - 6.0).abs() < 1e-9, "{r:?}");
+    }
+
+    #[test]
+    fn a_recovery_the_guard_repaired_is_counted_apart() {
+        let r = reactions(&[
+            state(1, 0, CA_RECOVERY, 24),
+            ev(1, EV_REPAIR, 0, 1, 24, 10),
+            ack(2, 23, 10),
+            state(3, 3, 0, 10),
+        ]);
+        assert_eq!(
+            (r.recoveries, r.recoveries_seen, r.recoveries_repaired),
+            (1, 0, 1)
+        );
+    }
+
+    #[test]
+    fn a_second_cut_in_one_recovery_is_not_halved_once() {
+        let r = reactions(&[
+            state(1, 0, CA_RECOVERY, 40),
+            ack(2, 30, 20),
+            ack(2, 20, 10),
+            state(3, 3, 0, 10),
+        ]);
+        assert_eq!((r.recoveries_seen, r.halved_once), (1, 0));
+    }
+
+    #[test]
+    fn a_recovery_from_cwr_that_ends_at_once_explains_a_quick_second_cut() {
+        let at = |ms: u64, us: u64, mut e: dctcp_event| {
+            e.ts_ns = ms * 1_000_000 + us * 1000;
+            e
+        };
+        let r = reactions(&[
+            state(10, 0, CA_CWR, 20),
+            // Loss during the ECN reduction: recovery, left at the next
+            // ACK, entered again.
+            at(11, 0, state(0, CA_CWR, CA_RECOVERY, 14)),
+            at(11, 2, ack(0, 8, 7)),
+            at(11, 3, state(0, CA_RECOVERY, 0, 8)),
+            at(11, 4, state(0, 0, CA_RECOVERY, 8)),
+            at(11, 6, ack(0, 8, 4)),
+            // Half an RTT later, an RTO: quick, but not after a CWR entry.
+            at(11, 504, state(0, CA_RECOVERY, CA_LOSS, 4)),
+        ]);
+        assert_eq!((r.recoveries, r.timeouts), (2, 1));
+        assert_eq!((r.recoveries_seen, r.halved_once), (2, 2));
+        assert_eq!((r.cuts_within_rtt, r.cuts_within_rtt_after_cwr), (2, 1));
+        assert!((r.min_gap_rtts.unwrap() - 0.004).abs() < 1e-9, "{r:?}");
+        // A recovery with no ACK traced after it is not judged.
+        let r = reactions(&[state(1, 0, CA_RECOVERY, 40)]);
+        assert_eq!(
+            (r.recoveries, r.recoveries_seen, r.min_gap_rtts),
+            (1, 0, None)
+        );
     }
 }

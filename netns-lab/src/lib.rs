@@ -11,6 +11,7 @@ pub mod delayline;
 pub mod doctor;
 pub mod experiments;
 pub mod fairness;
+pub mod faults;
 pub mod netns;
 pub mod oscillation;
 pub mod plot;

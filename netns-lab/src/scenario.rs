@@ -16,6 +16,7 @@ use tc_qdisc::{Bottleneck, BpfSwitch, RxFlow};
 use crate::bench::Cpu;
 use crate::cctrace::{CcTrace, Recorder, TraceCheck};
 use crate::delay::{RoundTrip, RttMeasured};
+use crate::faults::{FaultArgs, FaultReport, Faults};
 use crate::shortflows::{FctSummary, ShortFlow, ShortFlowSpec, ShortFlows};
 use crate::stats::{summarize, weighted_summary, Summary};
 use crate::topology::{Star, StarSpec};
@@ -46,6 +47,8 @@ pub struct Scenario {
     /// seed 002's Reno, whose packets leave Not-ECT. An algorithm that
     /// needs ECN (bpf_dctcp) still asks for it on such a sender.
     pub no_ecn_senders: Vec<usize>,
+    /// Faults between the switch and the receiver.
+    pub faults: FaultArgs,
 }
 
 impl Scenario {
@@ -74,6 +77,7 @@ impl Scenario {
             short_flows: None,
             rwnd_clamp_bytes: None,
             no_ecn_senders: Vec::new(),
+            faults: FaultArgs::default(),
         }
     }
 }
@@ -138,6 +142,8 @@ pub struct Outcome {
     pub htb_hysteresis: Option<bool>,
     /// The receivers' window cap, bytes, if the scenario set one.
     pub rwnd_clamp_bytes: Option<u32>,
+    /// What the faults did, if the scenario had any.
+    pub faults: Option<FaultReport>,
 }
 
 impl Outcome {
@@ -264,6 +270,11 @@ pub fn run(
         &star.receiver.ns.path(),
         &star.receiver.ifname,
     )?;
+    // After the switch: ahead of its receiver counter, which then counts
+    // what the faults let through.
+    let faults = (!scn.faults.is_none())
+        .then(|| Faults::install(&star, &scn.faults, scn.bottleneck.rate_bps))
+        .transpose()?;
 
     let ns = star.switch.name().to_string();
     let dev = star.bottleneck_if.clone();
@@ -321,6 +332,7 @@ pub fn run(
     let end_m = switch.stats()?;
     let rx = switch.rx_flows()?;
     let trace = switch.take_trace()?;
+    let faults = faults.map(Faults::finish).transpose()?;
     drop(switch);
     let element = star.stop_delay()?;
     let rtt = RttMeasured::new(
@@ -409,6 +421,7 @@ pub fn run(
         softirq_share,
         htb_hysteresis: tc_qdisc::hysteresis::current(),
         rwnd_clamp_bytes: scn.rwnd_clamp_bytes,
+        faults,
         rtt,
     };
     let mut outcome = outcome;

@@ -25,7 +25,12 @@ pub struct TcpInfo {
     pub rwnd_limited_us: u64,
     /// The window scale this end announced at the handshake.
     pub rcv_wscale: u8,
+    /// ECN was negotiated at the handshake (tcpi_options' TCPI_OPT_ECN).
+    pub ecn: bool,
 }
+
+/// tcpi_options' bit for a connection that negotiated ECN.
+const TCPI_OPT_ECN: u8 = 8;
 
 impl TcpInfo {
     /// The largest window this end can ever advertise, bytes.
@@ -47,6 +52,7 @@ pub struct Layout {
     pub bytes_retrans: usize,
     pub reord_seen: usize,
     pub rcv_wscale_bit: usize,
+    pub options: usize,
 }
 
 impl Layout {
@@ -63,6 +69,7 @@ impl Layout {
         reord_seen: 220,
         // tcpi_snd_wscale:4, tcpi_rcv_wscale:4 share byte 6, low bits first.
         rcv_wscale_bit: 52,
+        options: 5,
     };
 
     /// The running kernel's, from its BTF; None without BTF or without one
@@ -92,6 +99,7 @@ impl Layout {
             bytes_retrans: byte("tcpi_bytes_retrans")?,
             reord_seen: byte("tcpi_reord_seen")?,
             rcv_wscale_bit: bit("tcpi_rcv_wscale")?,
+            options: byte("tcpi_options")?,
         })
     }
 
@@ -143,6 +151,7 @@ pub fn read(fd: BorrowedFd<'_>) -> std::io::Result<TcpInfo> {
         rcv_wscale: b
             .get(at.rcv_wscale_bit / 8)
             .map_or(0, |w| (w >> (at.rcv_wscale_bit % 8)) & 0xf),
+        ecn: b.get(at.options).is_some_and(|o| o & TCPI_OPT_ECN != 0),
     })
 }
 
@@ -180,6 +189,7 @@ mod tests {
         assert_eq!(rc, 0);
         assert_eq!(ours.snd_cwnd, theirs.tcpi_snd_cwnd);
         assert_eq!(ours.total_retrans, theirs.tcpi_total_retrans);
+        assert_eq!(ours.ecn, theirs.tcpi_options & TCPI_OPT_ECN != 0);
         assert!(ours.snd_cwnd >= 2);
     }
 }

@@ -3,7 +3,7 @@
 //! labs at once; a 64-sender star.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use netns_lab::topology::{Star, StarSpec};
@@ -12,8 +12,8 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_near, assert_refused, json, lab, namespaces_with, processes, require_root, row_numbers,
-    serial, stderr, tmpdir, wait_until_gone,
+    assert_near, assert_refused, json, lab, namespaces_with, outcome, processes, quick_queue,
+    require_root, row_numbers, run_quick_queue, serial, stderr, tmpdir, wait_until_gone,
 };
 
 /// Starts lab in the background, stderr captured.
@@ -51,38 +51,11 @@ fn assert_drop_free_unless_guarded(r: &Value) {
     }
 }
 
-fn outcome(dir: &Path, run: &str) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join(run).join("outcome.json")).unwrap())
-        .unwrap()
-}
-
-/// `lab queue --quick` at 100 Mbit/s with `variants` into `out`.
-fn run_quick_queue(out: &Path, variants: &str) -> Output {
-    lab(&[
-        "queue",
-        "--quick",
-        "--rates",
-        "100M",
-        "--variants",
-        variants,
-        "--out",
-        out.to_str().unwrap(),
-    ])
-}
-
-/// The same, expected to succeed; returns its results.
-fn quick_queue(tag: &str, variants: &str) -> std::path::PathBuf {
-    let out = tmpdir(tag);
-    let o = run_quick_queue(&out, variants);
-    assert!(o.status.success(), "lab queue failed: {}", stderr(&o));
-    out
-}
-
 #[test]
 fn quick_queue_experiment_reproduces_the_shape_of_fig1() {
     require_root();
     let _serial = serial();
-    let out = quick_queue("queue", "bpf_dctcp:bpf-step,cubic:droptail");
+    let out = quick_queue("queue", "bpf_dctcp:bpf-step,cubic:droptail", &[]);
     for f in [
         "config.json",
         "summary.md",
@@ -252,7 +225,7 @@ fn quick_queue_experiment_reproduces_the_shape_of_fig1() {
 fn traced_dctcp_flows_match_the_receivers_marks() {
     require_root();
     let _serial = serial();
-    let out = quick_queue("trace", "bpf_dctcp:bpf-step");
+    let out = quick_queue("trace", "bpf_dctcp:bpf-step", &[]);
     let run = out.join("100M-bpf_dctcp-bpf-step");
     for f in ["cc_trace.csv.gz", "sawtooth.png"] {
         assert!(run.join(f).exists(), "missing {f}");
@@ -370,7 +343,7 @@ fn a_backend_this_kernel_lacks_says_what_works_instead() {
     require_root();
     let _serial = serial();
     let out = tmpdir("nored");
-    let o = run_quick_queue(&out, "bpf_dctcp:red");
+    let o = run_quick_queue(&out, "bpf_dctcp:red", &[]);
     if o.status.success() {
         let r = json(&out.join("100M-bpf_dctcp-red").join("outcome.json"));
         assert!(r["marks"].as_u64().unwrap() > 0, "red never marked: {r}");

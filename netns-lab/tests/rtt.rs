@@ -11,8 +11,8 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_refused, lab, namespaces_with, processes, require_root, serial, stderr, tmpdir,
-    wait_until_gone,
+    assert_refused, lab, namespaces_with, outcome, processes, quick_queue, require_root, serial,
+    stderr, tmpdir, wait_until_gone,
 };
 
 /// Lab namespaces (all of them: these tests run one at a time).
@@ -26,24 +26,10 @@ fn delaylines() -> usize {
 
 /// A quick bpf_dctcp run at 100 Mbit/s with `rtt`; its outcome.
 fn dctcp_at(tag: &str, rtt: &str, extra: &[&str]) -> Value {
-    let out = tmpdir(tag);
-    let mut args = vec![
-        "queue",
-        "--quick",
-        "--rates",
-        "100M",
-        "--variants",
-        "bpf_dctcp:bpf-step",
-        "--rtt",
-        rtt,
-        "--out",
-        out.to_str().unwrap(),
-    ];
+    let mut args = vec!["--rtt", rtt];
     args.extend_from_slice(extra);
-    let o = lab(&args);
-    assert!(o.status.success(), "lab {args:?}: {}", stderr(&o));
-    let run = out.join("100M-bpf_dctcp-bpf-step").join("outcome.json");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(run).unwrap()).unwrap();
+    let out = quick_queue(tag, "bpf_dctcp:bpf-step", &args);
+    let v = outcome(&out, "100M-bpf_dctcp-bpf-step");
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     eprintln!(
         "{}",

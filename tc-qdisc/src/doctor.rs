@@ -56,6 +56,12 @@ pub fn kernel_checks() -> Vec<Check> {
             "needs Linux 6.6+: use the red or fq_codel backends without the per-packet probe",
         ),
         check(
+            "fault injection (tcx)",
+            version >= (6, 6),
+            "lab --loss, --ack-loss, --ecn-bleach, --bleach-syn, --reorder",
+            "needs Linux 6.6+ (tcx): faults cannot be injected on this kernel",
+        ),
+        check(
             "tcp_dctcp",
             dctcp,
             "the kernel's own dctcp, for side-by-side runs against bpf_dctcp",

@@ -1,16 +1,19 @@
 //! The lab switch: bottleneck shaping (htb), ECN-marking backends (kernel
 //! qdiscs and BPF markers), the queue probe and the receiver's per-flow CE
-//! counter, and a probe of what the running kernel offers.
+//! counter, faulty links (loss, ECN bleaching, reordering), and a probe of
+//! what the running kernel offers.
 
 pub mod backend;
 pub mod bottleneck;
 pub mod doctor;
+pub mod faults;
 pub mod hysteresis;
 pub mod intf;
 pub mod marker;
 pub mod qdisc_stats;
 mod skel;
 pub mod tc;
+pub mod tcx;
 
 pub use backend::{Backend, RedProfile};
 pub use bottleneck::Bottleneck;

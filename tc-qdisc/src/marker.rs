@@ -1,16 +1,14 @@
 //! The BPF switch program, loaded and attached: marker and queue probe on the
 //! bottleneck's tcx egress, per-flow CE counter on the receiver's tcx ingress.
 
-use std::ffi::CString;
 use std::mem::MaybeUninit;
 use std::net::Ipv4Addr;
 use std::path::Path;
-use std::ptr::NonNull;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{AsRawLibbpf, Link, MapCore, MapFlags, MapHandle, ProgramMut};
+use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
 use serde::Serialize;
 
 use crate::intf::{
@@ -18,7 +16,7 @@ use crate::intf::{
     queue_action_QA_TAILDROP, queue_departure, queue_sample, rx_flow_key, rx_flow_stats,
 };
 use crate::skel::SwitchSkelBuilder;
-use loader::netns::with_netns;
+use crate::tcx::{self, Position};
 use loader::ring::RingDrainer;
 
 /// Packets seen at one receiver flow.
@@ -100,39 +98,6 @@ pub struct BpfSwitch {
     _pins: Option<LivePins>,
 }
 
-fn ifindex(name: &str) -> Result<u32> {
-    let c = CString::new(name)?;
-    // SAFETY: NUL-terminated name.
-    match unsafe { libc::if_nametoindex(c.as_ptr()) } {
-        0 => bail!("no interface {name}: {}", std::io::Error::last_os_error()),
-        i => Ok(i),
-    }
-}
-
-/// Attaches `prog` to tcx of interface `dev` in namespace `ns` (tcx needs
-/// Linux 6.6; `lab doctor` says whether this kernel has it).
-fn attach_tcx(prog: &ProgramMut<'_>, ns: &Path, dev: &str) -> Result<Link> {
-    with_netns(ns, || -> Result<Link> {
-        let idx = ifindex(dev)?;
-        // SAFETY: a loaded program; libbpf returns a new link or NULL.
-        let ptr = unsafe {
-            libbpf_rs::libbpf_sys::bpf_program__attach_tcx(
-                prog.as_libbpf_object().as_ptr(),
-                idx as i32,
-                std::ptr::null(),
-            )
-        };
-        let ptr = NonNull::new(ptr).ok_or_else(|| {
-            anyhow!(
-                "attaching to tcx of {dev}: {} (tcx needs Linux 6.6 or later)",
-                std::io::Error::last_os_error()
-            )
-        })?;
-        // SAFETY: ptr is a valid link we now own.
-        Ok(unsafe { Link::from_ptr(ptr) })
-    })?
-}
-
 /// Drains `map`, a ring of `T` records, every 10 ms.
 fn drain<T: Copy + Default + Send + 'static>(
     map: &libbpf_rs::MapMut<'_>,
@@ -156,21 +121,7 @@ fn load(
         .rodata_data
         .as_deref_mut()
         .context("rodata not mapped")?;
-    // The skeleton's copy of marker_config has the same C layout: write it bytewise.
-    let bytes = loader::intf::to_bytes(&cfg);
-    assert_eq!(
-        std::mem::size_of_val(&ro.cfg),
-        bytes.len(),
-        "marker_config layouts differ"
-    );
-    // SAFETY: both are the C struct marker_config from bpf/intf.h, same size.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            bytes.as_ptr(),
-            &mut ro.cfg as *mut _ as *mut u8,
-            bytes.len(),
-        )
-    };
+    crate::skel::set_config(&mut ro.cfg, &cfg, "marker_config");
     open.load()
         .context("loading the BPF switch (needs bpf_cast_to_kern_ctx, Linux 6.3+)")
 }
@@ -199,7 +150,7 @@ impl MarkerFloor {
             Floor::QueueRead => &skel.progs.queue_read_egress,
         };
         Ok(MarkerFloor {
-            _link: attach_tcx(prog, switch_ns, egress)?,
+            _link: tcx::attach(prog, switch_ns, egress, Position::Last)?,
         })
     }
 }
@@ -267,8 +218,13 @@ impl BpfSwitch {
         let mut skel = load(&mut storage, cfg)?;
 
         let mut links = vec![
-            attach_tcx(&skel.progs.bottleneck_egress, switch_ns, egress)?,
-            attach_tcx(&skel.progs.receiver_ingress, rx_ns, rx_if)?,
+            tcx::attach(
+                &skel.progs.bottleneck_egress,
+                switch_ns,
+                egress,
+                Position::Last,
+            )?,
+            tcx::attach(&skel.progs.receiver_ingress, rx_ns, rx_if, Position::Last)?,
         ];
         if departures {
             links.push(

@@ -26,6 +26,7 @@ use crate::delay::{bdp_pkts, datacenter_rtt, fmt_duration, RoundTrip, RttArgs, R
 use crate::experiments::queue::{backend_for, parse_variant, Variant, SEGMENT_BYTES};
 use crate::experiments::{repairs_line, repairs_note, run_scenario, table_header};
 use crate::fairness::{Criterion, Grid};
+use crate::faults::FaultArgs;
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::scenario::{Outcome, RunData, Scenario};
@@ -538,6 +539,7 @@ pub fn run(
                 short_flows: None,
                 rwnd_clamp_bytes: v.marks().then(|| cfg.window_cap(rate) * SEGMENT_BYTES),
                 no_ecn_senders: Vec::new(),
+                faults: FaultArgs::default(),
             };
             let msg = format!(
                 "run {}/{total}: {} at {}",

@@ -18,6 +18,7 @@ use crate::cc::Algorithms;
 use crate::cctrace::CcTrace;
 use crate::delay::{datacenter_rtt, RoundTrip, RttArgs};
 use crate::experiments::{repairs_note, run_scenario, table_header, StarArgs};
+use crate::faults::FaultArgs;
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::scenario::{Outcome, Scenario};
@@ -68,6 +69,11 @@ pub struct QueueArgs {
     /// never capped: TCP needs its full window to build the sawtooth.
     #[arg(long, default_value_t = 64)]
     pub rwnd_clamp: u32,
+    #[command(
+        flatten,
+        next_help_heading = "Faults between the switch and the receiver"
+    )]
+    pub faults: FaultArgs,
 }
 
 impl QueueArgs {
@@ -91,6 +97,7 @@ impl QueueArgs {
             access_rate_bps: self.access_rate,
             trace: !self.no_trace,
             rwnd_clamp_pkts: self.rwnd_clamp,
+            faults: self.faults.clone(),
         }
     }
 }
@@ -113,6 +120,8 @@ pub struct QueueConfig {
     pub trace: bool,
     /// Receive-window cap of the runs on a marking backend, packets (0: none).
     pub rwnd_clamp_pkts: u32,
+    /// Faults between the switch and the receiver, in every run.
+    pub faults: FaultArgs,
 }
 
 /// Payload of one full-sized segment on the lab's 1500-byte links (TCP
@@ -228,6 +237,7 @@ pub fn validate(cfg: &QueueConfig) -> Result<()> {
             cfg.rwnd_clamp_pkts
         );
     }
+    cfg.faults.validate()?;
     Star::validate(&StarSpec {
         access_rate_bps: cfg.access_rate_bps,
         round_trip: cfg.rtt.or(None),
@@ -265,6 +275,7 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
                 trace_algorithm: ours.filter(|_| cfg.trace).map(|b| b.name.clone()),
                 rwnd_clamp_bytes: (v.marks() && cfg.rwnd_clamp_pkts > 0)
                     .then(|| cfg.rwnd_clamp_pkts * SEGMENT_BYTES),
+                faults: cfg.faults.clone(),
                 ..Scenario::long_flows(
                     &v.label(),
                     bottleneck,
@@ -296,6 +307,9 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
             );
             if let Some(tc) = &outcome.trace_check {
                 eprintln!("{}", trace_line(tc));
+            }
+            if let Some(f) = &outcome.faults {
+                eprintln!("  faults: {}", crate::faults::counts_line(f));
             }
             traces.push((rate, v.label(), samples));
             outcomes.push(outcome);
@@ -696,6 +710,13 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
         );
     }
     let _ = writeln!(s, "{}", host_note(outcomes));
+    if !cfg.faults.is_none() {
+        let _ = writeln!(
+            s,
+            "{}",
+            crate::faults::summary_section(&cfg.faults, outcomes)
+        );
+    }
     let _ = writeln!(s, "\n## Against theory and the reference traces\n");
     let _ = writeln!(
         s,

@@ -31,6 +31,44 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// `lab queue --quick` at 100 Mbit/s with `variants` and `extra` into `out`.
+pub fn run_quick_queue(out: &std::path::Path, variants: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "queue",
+        "--quick",
+        "--rates",
+        "100M",
+        "--variants",
+        variants,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    lab(&args)
+}
+
+/// The same into a fresh directory for `tag`, expected to succeed; returns
+/// its results directory.
+pub fn quick_queue(tag: &str, variants: &str, extra: &[&str]) -> std::path::PathBuf {
+    let out = tmpdir(tag);
+    let o = run_quick_queue(&out, variants, extra);
+    assert!(
+        o.status.success(),
+        "lab queue {variants} {extra:?} failed: {}",
+        stderr(&o)
+    );
+    out
+}
+
+/// The outcome.json of run `run` (e.g. 100M-bpf_dctcp-bpf-step) in `dir`.
+pub fn outcome(dir: &std::path::Path, run: &str) -> serde_json::Value {
+    let p = dir.join(run).join("outcome.json");
+    serde_json::from_str(
+        &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+    )
+    .unwrap()
+}
+
 /// A fresh directory name under the system's temp dir, per test process.
 pub fn tmpdir(tag: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("lab-test-{tag}-{}", std::process::id()));

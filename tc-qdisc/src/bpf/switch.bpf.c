@@ -27,16 +27,10 @@
 #include <bpf/bpf_tracing.h>
 
 #include "intf.h"
+#include "pkt.h"
 
 char _license[] SEC("license") = "GPL";
 
-#define TC_ACT_OK   0
-#define TC_ACT_SHOT 2
-#define ETH_P_IP    0x0800
-#define IPPROTO_TCP 6
-#define IPPROTO_UDP 17
-#define INET_ECN_MASK 3
-#define INET_ECN_CE   3
 
 const volatile struct marker_config cfg = {};
 
@@ -126,60 +120,6 @@ struct {
 	__type(key, struct rx_flow_key);
 	__type(value, struct rx_flow_stats);
 } rx_flows SEC(".maps");
-
-struct pkt {
-	u8 ecn;
-	u16 sport, dport;
-	u32 saddr, daddr;
-	u32 tcp_payload;
-	u32 l4_bytes;
-	bool tcp;
-};
-
-/* Parses Ethernet + IPv4 (+ TCP or UDP ports). Returns false for non-IPv4. */
-static __always_inline bool parse(struct __sk_buff *skb, struct pkt *p)
-{
-	void *data = (void *)(long)skb->data;
-	void *end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
-	struct iphdr *ip = (void *)(eth + 1);
-	struct tcphdr *tcp;
-	u32 ihl, tot;
-
-	if ((void *)(ip + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
-		return false;
-	ihl = ip->ihl * 4;
-	tot = bpf_ntohs(ip->tot_len);
-	p->ecn = ip->tos & INET_ECN_MASK;
-	p->saddr = ip->saddr;
-	p->daddr = ip->daddr;
-	p->tcp = false;
-	p->sport = p->dport = 0;
-	p->tcp_payload = 0;
-	p->l4_bytes = tot > ihl ? tot - ihl : 0;
-	if (ihl < 20)
-		return true;
-	if (ip->protocol == IPPROTO_UDP) {
-		struct udphdr *udp = (void *)ip + ihl;
-
-		if ((void *)(udp + 1) <= end) {
-			p->sport = bpf_ntohs(udp->source);
-			p->dport = bpf_ntohs(udp->dest);
-		}
-		return true;
-	}
-	if (ip->protocol != IPPROTO_TCP)
-		return true;
-	tcp = (void *)ip + ihl;
-	if ((void *)(tcp + 1) > end)
-		return true;
-	p->tcp = true;
-	p->sport = bpf_ntohs(tcp->source);
-	p->dport = bpf_ntohs(tcp->dest);
-	if (p->l4_bytes > tcp->doff * 4U)
-		p->tcp_payload = p->l4_bytes - tcp->doff * 4U;
-	return true;
-}
 
 /* Record i of a batch of `size` bytes at `recs` is written: returns the
  * batch's next free slot, handing the ring the whole batch when it is full

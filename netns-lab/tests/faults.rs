@@ -1,0 +1,361 @@
+//! Faults between the switch and the receiver (`lab queue --loss`,
+//! `--ack-loss`, `--ecn-bleach`, `--bleach-syn`, `--reorder`): each on real
+//! flows at 100 Mbit/s, asserting what RFC 8257 and the kernel's TCP do
+//! under it, and the fault's own counters against what the switch, the
+//! receiver and the senders saw. Bounds from the spread of quick runs
+//! (docs/testing.md lists them).
+
+use serde_json::Value;
+
+mod common;
+
+use common::{assert_refused, outcome, quick_queue as queue, require_root, serial};
+
+const RATE_BPS: f64 = 100e6;
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Goodput of all flows after the warmup, bit/s.
+fn goodput(o: &Value) -> f64 {
+    o["goodput_bps"].as_array().unwrap().iter().map(f).sum()
+}
+
+/// The flows kept the 100 Mbit/s link busy through the fault (they fill
+/// 94.5-95.7 % of it as goodput with or without one).
+fn assert_link_busy(o: &Value, what: &str) {
+    let g = goodput(o);
+    assert!(
+        g >= 0.85 * RATE_BPS,
+        "{what}: goodput {:.1} Mbit/s",
+        g / 1e6
+    );
+}
+
+/// Sum over the senders of a tcp_info field.
+fn senders(o: &Value, field: &str) -> u64 {
+    o["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|fl| u(&fl["info"][field]))
+        .sum()
+}
+
+/// Sum over the traced flows of a loss-reaction field.
+fn reactions(o: &Value, field: &str) -> u64 {
+    o["trace_check"]["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|fl| u(&fl["loss"][field]))
+        .sum()
+}
+
+/// Sum over the traced flows of a field of their check.
+fn traced(o: &Value, field: &str) -> u64 {
+    o["trace_check"]["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|fl| u(&fl[field]))
+        .sum()
+}
+
+/// Flows that negotiated ECN.
+fn ecn_flows(o: &Value) -> usize {
+    o["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|fl| fl["info"]["ecn"] == true)
+        .count()
+}
+
+/// Random loss after the switch, 0.1 % and 1 % of data segments. bpf_dctcp
+/// reacts as Reno does (RFC 8257 3.5): every recovery halves once,
+/// ssthresh = max(cwnd / 2, 2), and stays there until it ends; a second
+/// cut within an RTT comes only from the kernel's CWR-then-recovery path
+/// (cctrace::LossReactions), and rarely. Both algorithms repair every
+/// loss and keep the link busy.
+#[test]
+fn random_loss_halves_once_per_recovery_and_keeps_pace_with_cubic() {
+    require_root();
+    let _serial = serial();
+    for p in ["0.001", "0.01"] {
+        let dir = queue("loss", "bpf_dctcp:bpf-step,cubic:bpf-step", &["--loss", p]);
+        let p: f64 = p.parse().unwrap();
+        let (ours, cubic) = (
+            outcome(&dir, "100M-bpf_dctcp-bpf-step"),
+            outcome(&dir, "100M-cubic-bpf-step"),
+        );
+        for (o, what) in [(&ours, "bpf_dctcp"), (&cubic, "cubic")] {
+            let d = &o["faults"]["data"];
+            let (seen, dropped) = (u(&d["seen"]), u(&d["dropped"]));
+            let rate = dropped as f64 / seen as f64;
+            // 4-6 standard deviations of a binomial draw at 1 % over 33,000
+            // segments, more at 0.1 %.
+            assert!(
+                (0.7 * p..=1.3 * p).contains(&rate),
+                "{what}: dropped {dropped} of {seen} at {p}"
+            );
+            let retrans = senders(o, "total_retrans");
+            assert!(
+                retrans as f64 >= 0.8 * dropped as f64,
+                "{what}: {retrans} retransmissions for {dropped} segments lost"
+            );
+            assert_link_busy(o, what);
+        }
+        let ratio = goodput(&ours) / goodput(&cubic);
+        assert!(
+            (0.9..=1.1).contains(&ratio),
+            "goodput bpf_dctcp / cubic {ratio:.3} at {p} loss"
+        );
+
+        let dropped = u(&ours["faults"]["data"]["dropped"]);
+        let recoveries = reactions(&ours, "recoveries");
+        let (seen, halved) = (
+            reactions(&ours, "recoveries_seen"),
+            reactions(&ours, "halved_once"),
+        );
+        let (quick, after_cwr) = (
+            reactions(&ours, "cuts_within_rtt"),
+            reactions(&ours, "cuts_within_rtt_after_cwr"),
+        );
+        assert!(
+            recoveries as f64 >= 0.5 * dropped as f64 && recoveries <= dropped + after_cwr,
+            "{recoveries} recoveries for {dropped} losses"
+        );
+        assert_eq!(halved, seen, "recoveries that did not halve exactly once");
+        assert!(
+            seen as f64 >= 0.9 * recoveries as f64,
+            "{seen} of {recoveries} recoveries traced"
+        );
+        assert_eq!(
+            quick, after_cwr,
+            "a second cut within an RTT not after a recovery from CWR"
+        );
+        assert!(
+            quick as f64 <= 0.1 * recoveries as f64 + 1.0,
+            "{quick} second cuts within an RTT in {recoveries} recoveries"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// A middlebox clears the ECN field of everything after the switch: every
+/// CE the switch marked is cleared, none reaches the receiver or comes
+/// back to the sender, alpha decays, and without ECN feedback the flows
+/// fill the buffer as TCP does, losing packets at its tail instead. The
+/// receivers' window is not clamped (`--rwnd-clamp 0`), so that the
+/// buffer, not the window, is what stops them; a 150-packet buffer fills
+/// within the quick run (425 takes Reno's linear growth about 6 s here).
+#[test]
+fn bleached_ce_never_reaches_the_sender_and_the_buffer_takes_over() {
+    require_root();
+    let _serial = serial();
+    let dir = queue(
+        "bleach",
+        "bpf_dctcp:bpf-step",
+        &["--ecn-bleach", "1", "--rwnd-clamp", "0", "--buffer", "150"],
+    );
+    let o = outcome(&dir, "100M-bpf_dctcp-bpf-step");
+    let d = &o["faults"]["data"];
+    let marks = u(&o["marker"]["marked"]);
+    assert!(marks > 1000, "the switch marked {marks}");
+    assert_eq!(u(&d["ce_bleached"]), marks, "every mark bleached: {d}");
+    assert!(u(&d["ect_bleached"]) > 0, "{d}");
+    assert_eq!(
+        u(&o["probe_check"]["receiver_ce"]),
+        0,
+        "CE reached the receiver"
+    );
+    assert_eq!(
+        traced(&o, "sender_delivered_ce"),
+        0,
+        "ECE reached the sender"
+    );
+    for fl in o["trace_check"]["flows"].as_array().unwrap() {
+        assert!(
+            f(&fl["alpha_late_mean"]) < 0.01,
+            "alpha did not decay: {fl}"
+        );
+    }
+    assert_eq!(
+        ecn_flows(&o),
+        2,
+        "ECN is still negotiated: only the field is bleached"
+    );
+    assert!(u(&o["drops"]) > 0, "no tail drop at the buffer");
+    // K is 20: the queue stands far above it, near the buffer.
+    assert!(
+        f(&o["queue"]["mean"]) > 60.0 && f(&o["queue"]["p95"]) >= 120.0,
+        "queue {} with no ECN feedback",
+        o["queue"]
+    );
+    assert_link_busy(&o, "bpf_dctcp");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// ECE and CWR stripped from every SYN: the receiver never agrees to ECN,
+/// bpf_dctcp hands each flow to its Reno fallback (traced, and the socket
+/// says so), nothing but the SYNs leaves ECN-capable, and the step marker drops at K
+/// what it would have marked. cubic, asking for ECN by the lab's sysctl,
+/// runs without it the same way.
+#[test]
+fn stripped_ecn_negotiation_falls_back_and_counts_it() {
+    require_root();
+    let _serial = serial();
+    let dir = queue(
+        "syn",
+        "bpf_dctcp:bpf-step,cubic:bpf-step",
+        &["--bleach-syn"],
+    );
+    for run in ["100M-bpf_dctcp-bpf-step", "100M-cubic-bpf-step"] {
+        let o = outcome(&dir, run);
+        let d = &o["faults"]["data"];
+        assert_eq!((u(&d["syns"]), u(&d["syn_bleached"])), (2, 2), "{run}: {d}");
+        assert_eq!(
+            ecn_flows(&o),
+            0,
+            "{run}: ECN negotiated through a stripped SYN"
+        );
+        assert_eq!(u(&o["marks"]), 0, "{run}: marked Not-ECT packets");
+        // Linux sends the SYN of an algorithm that needs ECN as ECT(0)
+        // (tcp_ecn_send_syn): one per flow, nothing after it.
+        assert!(
+            u(&o["marker"]["ect"]["pkts"]) <= 2,
+            "{run}: ECN-capable packets left the senders: {}",
+            o["marker"]
+        );
+        assert!(u(&o["drops"]) > 0, "{run}: the marker dropped nothing at K");
+        assert_link_busy(&o, run);
+    }
+    let o = outcome(&dir, "100M-bpf_dctcp-bpf-step");
+    assert_eq!(traced(&o, "fallbacks"), 2, "fallbacks in the trace");
+    for fl in o["flows"].as_array().unwrap() {
+        let used = fl["cc_used"].as_str().unwrap();
+        assert!(
+            used.ends_with("_reno"),
+            "flow ran {used}, not the Reno fallback"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// 10 % of the receiver's pure ACKs lost: cumulative ACKs cover for them,
+/// no flow stalls, and the ECN echo stays true: the share of delivered
+/// packets bpf_dctcp counts as ECE-echoed (F) is within 10 % of the share
+/// of packets that arrived CE-marked (the two differ by 2-4 % with no loss).
+#[test]
+fn ack_loss_stalls_nothing_and_keeps_the_ce_echo() {
+    require_root();
+    let _serial = serial();
+    let dir = queue("ackloss", "bpf_dctcp:bpf-step", &["--ack-loss", "0.1"]);
+    let o = outcome(&dir, "100M-bpf_dctcp-bpf-step");
+    let a = &o["faults"]["acks"];
+    let rate = u(&a["dropped"]) as f64 / u(&a["seen"]) as f64;
+    assert!((0.08..=0.12).contains(&rate), "ACK loss {rate}: {a}");
+    // Each flow delivered something in every interval after the warmup.
+    for fl in o["flows"].as_array().unwrap() {
+        let series: Vec<u64> = fl["series"].as_array().unwrap().iter().map(u).collect();
+        let after_warmup = &series[series.len() / 4..series.len() - 1];
+        assert!(
+            after_warmup.iter().all(|&b| b > 0),
+            "a stalled interval: {series:?}"
+        );
+    }
+    let (delivered, ce) = (
+        traced(&o, "sender_delivered"),
+        traced(&o, "sender_delivered_ce"),
+    );
+    let (rx, rx_ce) = (traced(&o, "receiver_pkts"), traced(&o, "receiver_ce_pkts"));
+    let (f_sender, f_rx) = (ce as f64 / delivered as f64, rx_ce as f64 / rx as f64);
+    assert!(f_rx > 0.02, "too few marks to compare: {f_rx}");
+    assert!(
+        (f_sender - f_rx).abs() <= 0.1 * f_rx,
+        "F at the sender {f_sender:.4} against CE at the receiver {f_rx:.4}"
+    );
+    assert_link_busy(&o, "bpf_dctcp");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// 1 % of data segments reordered (held on the detour about four packets'
+/// time): nothing is lost, every detoured segment comes back, both senders
+/// notice the reordering, and bpf_dctcp retransmits spuriously no more than
+/// cubic does under the same reordering (both run the kernel's RACK).
+#[test]
+fn reordering_costs_bpf_dctcp_no_more_spurious_retransmits_than_cubic() {
+    require_root();
+    let _serial = serial();
+    let dir = queue(
+        "reorder",
+        "bpf_dctcp:bpf-step,cubic:bpf-step",
+        &["--reorder", "0.01"],
+    );
+    let mut retrans = Vec::new();
+    for run in ["100M-bpf_dctcp-bpf-step", "100M-cubic-bpf-step"] {
+        let o = outcome(&dir, run);
+        let d = &o["faults"]["data"];
+        let (seen, sent, back) = (u(&d["seen"]), u(&d["reordered"]), u(&d["returned"]));
+        assert_eq!(sent, back, "{run}: detoured segments lost: {d}");
+        assert_eq!(u(&d["detour_failed"]), 0, "{run}: {d}");
+        let rate = sent as f64 / seen as f64;
+        assert!((0.007..=0.013).contains(&rate), "{run}: reordered {rate}");
+        assert!(
+            senders(&o, "reord_seen") > 0,
+            "{run}: the senders saw no reordering"
+        );
+        assert_eq!(u(&o["drops"]), 0, "{run}: drops");
+        assert_link_busy(&o, run);
+        retrans.push(senders(&o, "total_retrans"));
+    }
+    assert!(
+        retrans[0] as f64 <= 1.5 * retrans[1] as f64 + 10.0,
+        "spurious retransmits: bpf_dctcp {} against cubic {}",
+        retrans[0],
+        retrans[1]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Probabilities outside [0, 1] and a reorder delay without reordering are
+/// refused (exit 2) before anything is built.
+#[test]
+fn bad_fault_options_are_refused_before_anything_is_built() {
+    require_root();
+    let _serial = serial();
+    let q = |extra: &'static [&'static str]| -> Vec<&'static str> {
+        let mut v = vec![
+            "queue",
+            "--quick",
+            "--rates",
+            "100M",
+            "--variants",
+            "cubic:bpf-step",
+        ];
+        v.extend_from_slice(extra);
+        v
+    };
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (q(&["--loss", "1.5"]), "--loss 1.5: a probability"),
+        (q(&["--ack-loss=-0.1"]), "--ack-loss -0.1: a probability"),
+        (q(&["--ecn-bleach", "2"]), "--ecn-bleach 2: a probability"),
+        (q(&["--reorder", "1.01"]), "--reorder 1.01: a probability"),
+        (
+            q(&["--reorder-delay", "1ms"]),
+            "--reorder-delay without --reorder",
+        ),
+        (
+            q(&["--reorder", "0.1", "--reorder-delay", "5s"]),
+            "`5s` is above the lab's limit of 1s",
+        ),
+    ];
+    let cases: Vec<(&[&str], &str)> = cases.iter().map(|(a, e)| (a.as_slice(), *e)).collect();
+    assert_refused(&cases);
+}
