@@ -232,7 +232,7 @@ pub fn summary_section(args: &FaultArgs, outcomes: &[Outcome]) -> String {
             "ECN negotiated",
             "recoveries / RTOs",
             "halved once",
-            "second cuts in an RTT (after CWR)",
+            "second cuts within half an RTT (after CWR)",
             "min gap (RTTs)",
             "fallbacks",
             "F (sender) / CE (receiver)",
@@ -281,7 +281,7 @@ pub fn summary_section(args: &FaultArgs, outcomes: &[Outcome]) -> String {
             )),
             loss.as_ref().map_or("-".into(), |l| format!(
                 "{} ({})",
-                l.cuts_within_rtt, l.cuts_within_rtt_after_cwr
+                l.cuts_within_half_rtt, l.cuts_within_half_rtt_after_cwr
             )),
             loss.as_ref().and_then(|l| l.min_gap_rtts).map_or("-".into(), |g| format!("{g:.2}")),
             traced.map_or("-".into(), |t| t.flows.iter().map(|f| f.fallbacks).sum::<u64>().to_string()),
@@ -294,8 +294,8 @@ pub fn summary_section(args: &FaultArgs, outcomes: &[Outcome]) -> String {
          algorithm is the kernel's and untraced). Halved once: recoveries after which every traced ACK carried \
          ssthresh = max(cwnd / 2, 2) of the cwnd the recovery started from, and never less (RFC 8257 3.5: react \
          to loss as Reno does, at most once per window); recoveries in which the guard repaired the window \
-         (the README's known issue) are counted apart, in brackets, and not judged. Second cuts in an RTT: loss reactions less than one \
-         smoothed RTT after the one before, and in brackets those that followed a recovery entered during an ECN \
+         (the README's known issue) are counted apart, in brackets, and not judged. Second cuts within half an RTT: loss reactions less than \
+         half a smoothed RTT after the one before (a recovery lasts about an RTT at least), and in brackets those that followed a recovery entered during an ECN \
          reduction (CWR): such a recovery keeps the CWR's high_seq (tcp_enter_recovery does not restart the \
          reduction while one is under way), ends at the next ACK, and the loss not yet repaired starts a second \
          recovery, which halves again. That is the kernel's TCP, not the algorithm: the algorithm is asked for \

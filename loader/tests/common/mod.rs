@@ -134,6 +134,26 @@ impl Pair {
 }
 
 impl Pair {
+    /// Shapes what the client sends to `rate` (htb, e.g. "2gbit"), so that
+    /// a transfer takes a predictable time.
+    pub fn shape_client(&self, rate: &str) {
+        let tc = |args: &[&str]| {
+            let st = std::process::Command::new("tc")
+                .args(["-n", self.client.name()])
+                .args(args)
+                .status()
+                .unwrap();
+            assert!(st.success(), "tc {args:?}");
+        };
+        let dev = self.client_if.as_str();
+        tc(&[
+            "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
+        ]);
+        tc(&[
+            "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", rate,
+        ]);
+    }
+
     /// A segment per packet and an ACK per two segments: many ACKs.
     pub fn offloads_off(&self) {
         for (ns, dev) in [
@@ -192,12 +212,25 @@ impl Transfer {
         first: u64,
         second: u64,
     ) -> Transfer {
+        Transfer::start_on(pair, PORT, client_ca, server_ca, first, second)
+    }
+
+    /// As `start`, the server listening on `port` (one per transfer when
+    /// several run at once).
+    pub fn start_on(
+        pair: &Pair,
+        port: u16,
+        client_ca: &str,
+        server_ca: Option<&str>,
+        first: u64,
+        second: u64,
+    ) -> Transfer {
         let (ready_tx, ready_rx) = mpsc::channel();
         let server_ca = server_ca.map(str::to_string);
         let server = pair
             .server
             .spawn(move || -> std::io::Result<EndReport> {
-                let addr: SocketAddr = format!("{SERVER_ADDR}:{PORT}").parse().unwrap();
+                let addr: SocketAddr = format!("{SERVER_ADDR}:{port}").parse().unwrap();
                 let l = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
                 l.set_reuse_address(true)?;
                 if let Some(ca) = &server_ca {
@@ -234,7 +267,7 @@ impl Transfer {
         let client = pair
             .client
             .spawn(move || -> std::io::Result<EndReport> {
-                let addr: SocketAddr = format!("{SERVER_ADDR}:{PORT}").parse().unwrap();
+                let addr: SocketAddr = format!("{SERVER_ADDR}:{port}").parse().unwrap();
                 let mut s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
                 sockopt::set_congestion(s.as_fd(), &client_ca)?;
                 s.connect(&addr.into())?;
