@@ -433,6 +433,12 @@ fn instance_algo(dir: &InstanceDir) -> Result<(Algo, &'static str)> {
 }
 
 pub(crate) fn read_value<T: Copy + Default>(pin: &Path) -> Result<T> {
+    lookup_value(&open_value::<T>(pin)?)
+}
+
+/// The single-value map pinned at `pin`, checked to hold a `T`: a handle
+/// that outlives the pin (a detach while a tracer reads it).
+pub(crate) fn open_value<T>(pin: &Path) -> Result<MapHandle> {
     let map =
         MapHandle::from_pinned_path(pin).with_context(|| format!("opening {}", pin.display()))?;
     anyhow::ensure!(
@@ -442,6 +448,11 @@ pub(crate) fn read_value<T: Copy + Default>(pin: &Path) -> Result<T> {
         map.value_size(),
         std::mem::size_of::<T>()
     );
+    Ok(map)
+}
+
+/// The value of a map `open_value` opened.
+pub(crate) fn lookup_value<T: Copy + Default>(map: &MapHandle) -> Result<T> {
     let bytes = map.lookup(&KEY0, MapFlags::ANY)?.context("empty map")?;
     intf::from_bytes(&bytes).context("short map value")
 }

@@ -13,7 +13,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use serde::Serialize;
 
 use crate::bpffs::{self, InstanceDir};
-use crate::instance::{read_value, KEY0};
+use crate::instance::{lookup_value, open_value, read_value, KEY0};
 use crate::intf::{
     self, dctcp_event, dctcp_stats, dctcp_trace, DCTCP_TRACE_ACK, DCTCP_TRACE_WINDOW,
 };
@@ -60,6 +60,8 @@ pub struct Counts {
 pub struct Session {
     dir: InstanceDir,
     trace: MapHandle,
+    /// Opened at the start: the counts stay readable after a detach.
+    stats: MapHandle,
     drainer: Option<RingDrainer<dctcp_event>>,
     start: dctcp_stats,
     seen: u64,
@@ -114,11 +116,13 @@ impl Session {
             std::thread::sleep(DRAIN_PERIOD * 3);
             drainer.take();
         }
-        let start: dctcp_stats = read_value(&dir.stats())?;
+        let stats = open_value::<dctcp_stats>(&dir.stats())?;
+        let start: dctcp_stats = lookup_value(&stats)?;
         write_config(&trace, &detail.config())?;
         Ok(Session {
             dir,
             trace,
+            stats,
             drainer: Some(drainer),
             start,
             seen: 0,
@@ -136,6 +140,11 @@ impl Session {
         got
     }
 
+    /// Whether the algorithm is still attached (its pins are there).
+    pub fn attached(&self) -> bool {
+        self.dir.exists()
+    }
+
     /// Switches tracing off, drains what is left and accounts for every
     /// event of the session.
     pub fn stop(mut self) -> Result<(Vec<dctcp_event>, Counts)> {
@@ -144,7 +153,7 @@ impl Session {
         std::thread::sleep(DRAIN_PERIOD);
         let rest = self.drainer.take().expect("stopped once").finish()?;
         self.seen += rest.len() as u64;
-        let end: dctcp_stats = read_value(&self.dir.stats())?;
+        let end: dctcp_stats = lookup_value(&self.stats)?;
         let counts = Counts {
             seen: self.seen,
             dropped: end.events_dropped - self.start.events_dropped,

@@ -124,6 +124,12 @@ pub fn run(args: Args) -> Result<()> {
         while !stop.load(Ordering::Relaxed) && args.duration.is_none_or(|d| started.elapsed() < d) {
             let batch = session.events(Duration::from_millis(100));
             emit(&batch, &mut writer)?;
+            // A detached algorithm produces nothing more: the trace is over
+            // (what it produced before is drained below).
+            if !session.attached() {
+                eprintln!("{name} was detached: stopping");
+                break;
+            }
         }
         Ok(())
     })();

@@ -202,6 +202,74 @@ fn trace_ends_when_its_reader_goes_away() {
     );
 }
 
+/// An algorithm detached under its tracer (a lab's, when the lab ends)
+/// ends the trace: the tracer drains what was produced, accounts for every
+/// event and exits 0 on its own.
+#[test]
+fn trace_ends_when_its_algorithm_is_detached() {
+    require_root();
+    let _serial = serial();
+    let a = Attached::new("t_tdet", &[]);
+    let pair = Pair::new();
+    let tracer = loader_bin()
+        .args(["trace", "--algo", "t_tdet"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let t = Transfer::start(&pair, "t_tdet", Some("t_tdet"), 4 * MB, 4 * MB);
+    t.finish();
+    loader_ok(&["detach", "t_tdet"]);
+    std::mem::forget(a);
+    let out = wait_with_deadline(tracer, 10);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}: {err}", out.status);
+    assert!(err.contains("t_tdet was detached"), "{err}");
+    // Every event produced was seen: the counts came from the map the
+    // tracer opened, not from the pin the detach removed.
+    let line = err.lines().find(|l| l.contains("events seen")).expect(&err);
+    let n: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(n[0] > 0 && n[0] + n[1] == n[2], "{line}");
+    let lines = String::from_utf8_lossy(&out.stdout).lines().count() as u64;
+    assert_eq!(lines, n[0], "{line}");
+}
+
+/// Waits up to `secs` for `child` to exit by itself, reading its piped
+/// stdout and stderr meanwhile (a full pipe would block it), and returns
+/// its output.
+fn wait_with_deadline(mut child: std::process::Child, secs: u64) -> std::process::Output {
+    use std::io::Read;
+    let read = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = read(Box::new(child.stdout.take().unwrap()));
+    let err = read(Box::new(child.stderr.take().unwrap()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    std::process::Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
 #[test]
 fn trace_refuses_bad_input_clearly() {
     require_root();
