@@ -31,10 +31,12 @@ test: _root
     mkdir -p target
     cargo test --workspace 2>&1 | tee target/test-host.log
     just check-leftovers
-    just vm-test 2>&1 | tee target/test-vm.log
+    just vm-test 6.12 2>&1 | tee target/test-vm.log
+    just vm-test 6.1 2>&1 | tee target/test-vm61.log
     just check-leftovers
     just _test-counts "host (this kernel)" target/test-host.log
-    just _test-counts "stock-kernel VM" target/test-vm.log
+    just _test-counts "stock-kernel VM, Debian 6.12" target/test-vm.log
+    just _test-counts "stock-kernel VM, Debian 6.1" target/test-vm61.log
 
 # Sums cargo's "test result:" lines of a log: TIER: ran, passed, failed, ignored
 _test-counts TIER LOG:
@@ -92,11 +94,25 @@ bench *ARGS: _root
     @echo "bpf_dctcp against the kernel's own dctcp, in Debian's 6.12 under QEMU (TCG: compare ratios, not absolutes)"
     netns-lab/vm/run-in-vm target/release/lab bench --baselines reno,cubic,dctcp --no-tracing --rounds 3 --mib 64 --switch-secs 0 --scale 1 --delay-rates 20M --delay-backends netem,element --delay-secs 5 --out bench/results/$(date -u +%Y%m%d-%H%M%S)-vm-6.12.json
 
-# Kernel backends (red, fq_codel), netem and the kernel's dctcp, in Debian's 6.12 under QEMU
-vm-test: _root
+# 6.12 runs netns-lab/tests/vm.rs (the kernel backends red and fq_codel,
+# netem, the kernel's dctcp); 6.1 the loader's tests (struct_ops without
+# links: map mode) but its tracing's.
+# Stock Debian kernels under QEMU (TCG): KERNEL all, 6.12 or 6.1
+vm-test KERNEL="all": _root
+    #!/usr/bin/env bash
+    set -euo pipefail
+    case "{{KERNEL}}" in all|6.12|6.1) ;; *) echo "vm-test: KERNEL is all, 6.12 or 6.1, not {{KERNEL}}" >&2; exit 2 ;; esac
     cargo build --release --workspace
-    cargo test --release -p netns-lab --test vm --no-run
-    netns-lab/vm/run-in-vm env DCTCP_BPF_VM=1 cargo test --release --offline -p netns-lab --test vm -- --include-ignored --test-threads=1 --nocapture
+    if [ "{{KERNEL}}" != 6.1 ]; then
+        cargo test --release -p netns-lab --test vm --no-run
+        VM_KERNEL=6.12 netns-lab/vm/run-in-vm env DCTCP_BPF_VM=1 cargo test --release --offline -p netns-lab --test vm -- --include-ignored --test-threads=1 --nocapture
+    fi
+    if [ "{{KERNEL}}" != 6.12 ]; then
+        cargo test --release -p loader --no-run
+        # Not tests/trace.rs: on 6.1 its `start` events are missing and a
+        # taken-over ring keeps stale events (docs/kernels.md, open).
+        VM_KERNEL=6.1 netns-lab/vm/run-in-vm cargo test --release --offline --no-fail-fast -p loader --lib --test detach_all --test lifecycle --test top --test traffic --test unit -- --test-threads=1
+    fi
 
 # Mutation testing of the analysis and control code (cargo-mutants, about 40 min, then instance.rs and attach_file.rs): each
 # mutant built and tested, then caught / missed / unviable per file in target/mutants-*/

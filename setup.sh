@@ -60,7 +60,7 @@ cargo mutants --version 2>/dev/null | grep -qx "cargo-mutants 27.1.0" ||
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 
 # --- stock-kernel VM tier ----------------------------------------------------
-# netns-lab/vm/run-in-vm runs commands inside Debian's stock 6.12 kernel (from
+# netns-lab/vm/run-in-vm runs commands inside Debian's stock kernels: 6.12 (from
 # bookworm-backports: sch_red, sch_netem, tcp_dctcp as modules, fq_codel built
 # in, BTF), booted by virtme-ng under QEMU (TCG). The kernel goes to /boot and
 # /lib/modules and is never booted on the host. `pkg/bookworm-backports` takes
@@ -70,6 +70,14 @@ mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 apt-get install -y -qq --no-install-recommends \
     qemu-system-x86 busybox-static python3-venv \
     linux-image-amd64/bookworm-backports >/dev/null
+# Debian 12's own 6.1 for `just vm-test 6.1`: the versioned image bookworm's
+# linux-image-amd64 depends on (that metapackage itself is the 6.12 one now).
+k61=$(apt-cache depends linux-image-amd64/bookworm | awk '/Depends: linux-image-6\.1\./ && !n++ {print $2}')
+if [ -z "$k61" ]; then
+    echo "setup.sh: bookworm's index names no 6.1 kernel image (apt-get update?)" >&2
+    exit 1
+fi
+apt-get install -y -qq --no-install-recommends "$k61" >/dev/null
 # virtme-ng (vng) from PyPI, in its own venv on Debian's python (bookworm's
 # system python refuses `pip install`; pyenv's is per user), linked into
 # /usr/local/bin. Reinstalled only when the pinned version is missing.

@@ -74,6 +74,13 @@ pub fn attach(req: &AttachRequest) -> Result<InstanceDir> {
     preflight::require_struct_ops()?;
     let use_link = match req.mode {
         AttachMode::Auto => preflight::kernel_has_struct_ops_link(),
+        AttachMode::Link if !preflight::kernel_has_struct_ops_link() => {
+            let (major, minor) = preflight::kernel_version().unwrap_or((0, 0));
+            crate::usage_bail!(
+                "--mode link needs struct_ops links, Linux 6.4 or later (this kernel: \
+                 {major}.{minor}); use --mode map (or auto, which picks it here)"
+            );
+        }
         AttachMode::Link => true,
         AttachMode::Map => false,
     };

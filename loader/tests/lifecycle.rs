@@ -22,12 +22,18 @@ fn attach_outlives_loader_and_detach_removes_everything() {
     );
     assert!(registered("bpf_dctcp_reno"));
     let dir = Path::new("/sys/fs/bpf/dctcp-bpf/bpf_dctcp");
-    for pin in ["link", "fallback_link", "params", "stats"] {
+    // Auto mode: links where the kernel has them (6.4), else the maps.
+    let (mode, pins) = if has_struct_ops_links() {
+        ("link", ["link", "fallback_link"])
+    } else {
+        ("map", ["ops", "fallback_ops"])
+    };
+    for pin in pins.iter().chain(&["params", "stats"]) {
         assert!(dir.join(pin).exists(), "missing pin {pin}");
     }
     let listed = guard.listed();
     assert_eq!(listed["algo"], "dctcp");
-    assert_eq!(listed["mode"], "link");
+    assert_eq!(listed["mode"], mode);
     assert_eq!(listed["registered"], true);
     assert_eq!(listed["params"]["shift_g"], 4);
     assert_eq!(listed["params"]["alpha_on_init"], 1024);
@@ -50,6 +56,28 @@ fn map_mode_holds_registration_without_a_link() {
     loader_ok(&["detach", "t_map"]);
     assert!(!registered("t_map") && !registered("t_map_reno"));
     assert!(!dir.exists());
+}
+
+/// Before Linux 6.4 `--mode link` is refused, naming the version, and
+/// nothing is loaded; from 6.4 on it is what auto picks.
+#[test]
+fn link_mode_names_the_kernel_it_needs() {
+    require_root();
+    if has_struct_ops_links() {
+        let a = Attached::new("t_lnk", &["--mode", "link"]);
+        assert_eq!(a.listed()["mode"], "link");
+        return;
+    }
+    let out = loader(&[
+        "attach", "--algo", "dctcp", "--name", "t_lnk", "--mode", "link",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("Linux 6.4 or later"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!registered("t_lnk") && !Path::new("/sys/fs/bpf/dctcp-bpf/t_lnk").exists());
 }
 
 #[test]
@@ -322,7 +350,12 @@ fn xdctcp_and_kdctcp_attach_beside_dctcp_with_their_own_parameters() {
 #[test]
 fn attach_failing_after_registration_rolls_everything_back() {
     require_root();
-    for mode in ["link", "map"] {
+    let modes: &[&str] = if has_struct_ops_links() {
+        &["link", "map"]
+    } else {
+        &["map"]
+    };
+    for &mode in modes {
         let name = format!("t_rb_{mode}");
         let script = format!(
             "d=/sys/fs/bpf/dctcp-bpf/+attaching-{name}-$$ && mkdir -p $d && \

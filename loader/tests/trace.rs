@@ -57,6 +57,11 @@ fn trace_streams_every_event_of_a_transfer() {
     assert_eq!(seen + dropped, produced, "{line}");
     assert_eq!(events.len() as u64, seen, "{line}");
     let kind = |k: &str| events.iter().filter(|e| e["event"] == k).count();
+    let mut kinds = std::collections::BTreeMap::new();
+    for e in &events {
+        *kinds.entry(e["event"].as_str().unwrap_or("?")).or_insert(0) += 1;
+    }
+    let line = format!("{line}; events by kind {kinds:?}");
     // Both ends of the connection start and end, and report on ACKs.
     assert_eq!(kind("start"), 2, "{line}");
     assert_eq!(kind("end"), 2, "{line}");

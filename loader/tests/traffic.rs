@@ -175,20 +175,21 @@ fn detach_while_a_flow_runs_lets_it_complete() {
 }
 
 /// Issue 20: what an operator does to a live algorithm, done while eight
-/// of its flows send: every tunable changed (`loader set`), a second
+/// of its connections are mid-transfer (each has sent its first 4 MB and
+/// waits to send the rest): every tunable changed (`loader set`), a second
 /// instance attached under another name and detached again, then the
-/// instance itself detached. Every flow completes, every byte arrives, and
-/// each socket keeps the algorithm it started with.
+/// instance itself detached. Then the flows send their second half: every
+/// flow completes, every byte arrives, and each socket keeps the algorithm
+/// it started with. (Done while paused, not while bytes move: a fast
+/// machine finishes the transfers before the loader's commands do, a slow
+/// one does not, and the test must not depend on which.)
 #[test]
 fn eight_flows_survive_set_a_second_attach_and_detach() {
     require_root();
     const FLOWS: u16 = 8;
-    // 512 MB through a 2 Gbit/s shaper: about 2 s, long enough that the
-    // flows still send when the instance goes (checked below).
     const SECOND: u64 = 64 * MB;
     let a = Attached::new("t_load", &[]);
     let pair = Pair::new();
-    pair.shape_client("2gbit");
     let transfers: Vec<Transfer> = (0..FLOWS)
         .map(|i| {
             Transfer::start_on(
@@ -204,26 +205,24 @@ fn eight_flows_survive_set_a_second_attach_and_detach() {
     for t in &transfers {
         t.wait_paused();
     }
+    let both_ends = 2 * usize::from(FLOWS);
     assert_eq!(
         flows_of("t_load").len(),
-        2 * usize::from(FLOWS),
+        both_ends,
         "both ends of each flow"
     );
-    for t in &transfers {
-        t.resume();
-    }
     let out = loader_ok(&["set", "t_load", "shift_g=6", "alpha_on_init=512", "guard=1"]);
     assert!(out.contains("shift_g=6"), "{out}");
     let b = Attached::new("t_load2", &["--param", "shift_g=3"]);
     assert!(registered("t_load2"));
     loader_ok(&["set", "t_load", "shift_g=4", "alpha_on_init=1024"]);
     loader_ok(&["detach", "t_load2"]);
-    let live = flows_of("t_load").len();
-    assert!(
-        live > 0,
-        "every flow ended before the detach: make them longer"
-    );
     std::mem::forget(b);
+    assert_eq!(
+        flows_of("t_load").len(),
+        both_ends,
+        "a flow lost its algorithm"
+    );
     loader_ok(&["detach", "t_load"]);
     std::mem::forget(a);
     assert!(!registered("t_load") && !registered("t_load2"));

@@ -397,8 +397,9 @@ fn experiment<E: Experiment>(
     htb_hysteresis: bool,
     stop: &Arc<AtomicBool>,
 ) -> Result<()> {
-    cfg.validate()
-        .map_err(|e| anyhow::Error::new(loader::error::UsageError(format!("{e:#}"))))?;
+    let usage = |e: anyhow::Error| anyhow::Error::new(loader::error::UsageError(format!("{e:#}")));
+    cfg.validate().map_err(usage)?;
+    tc_qdisc::marker::require_kernel().map_err(usage)?;
     require_root()?;
     let _htb = htb_hysteresis
         .then(|| Hysteresis::hold(std::path::Path::new(HTB_STATE)))

@@ -90,12 +90,28 @@ fn kernel_dctcp_available() -> bool {
 /// bpf_cast_to_kern_ctx and the qdisc fields it reads.
 fn switch_program_loads() -> bool {
     use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-    let mut storage = std::mem::MaybeUninit::uninit();
-    let loaded = crate::skel::SwitchSkelBuilder::default()
-        .open(&mut storage)
-        .and_then(|o| o.load())
-        .is_ok();
-    loaded
+    quietly(|| {
+        let mut storage = std::mem::MaybeUninit::uninit();
+        let loaded = crate::skel::SwitchSkelBuilder::default()
+            .open(&mut storage)
+            .and_then(|o| o.load())
+            .is_ok();
+        loaded
+    })
+}
+
+/// Runs `f` with libbpf's messages off: a probe expected to fail on older
+/// kernels must not print the verifier's log. Warnings go to stderr again
+/// afterwards, as libbpf's own printer sends them.
+fn quietly<T>(f: impl FnOnce() -> T) -> T {
+    use libbpf_rs::PrintLevel;
+    fn warn(_: PrintLevel, msg: String) {
+        eprint!("{msg}");
+    }
+    let _ = libbpf_rs::set_print(None);
+    let r = f();
+    libbpf_rs::set_print(Some((PrintLevel::Warn, warn)));
+    r
 }
 
 /// Qdisc checks: installs each as root qdisc on `dev` in the scratch

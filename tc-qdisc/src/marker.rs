@@ -98,6 +98,26 @@ pub struct BpfSwitch {
     _pins: Option<LivePins>,
 }
 
+/// The first kernel the switch runs on: its programs attach to tcx (Linux
+/// 6.6) and read the qdisc through bpf_cast_to_kern_ctx (6.3).
+pub const SWITCH_KERNEL: (u32, u32) = (6, 6);
+
+/// Refuses a kernel the switch cannot run on, naming what it needs, before
+/// anything is built.
+pub fn require_kernel() -> Result<()> {
+    let (major, minor) = loader::preflight::kernel_version().unwrap_or((0, 0));
+    anyhow::ensure!(
+        (major, minor) >= SWITCH_KERNEL,
+        "the lab's switch, probes and faults are BPF programs on tcx that read the qdisc through \
+         bpf_cast_to_kern_ctx: they need Linux {}.{} or later (this kernel: {major}.{minor}). \
+         `lab doctor` says what this kernel offers; the loader itself runs here (`loader attach` \
+         picks map mode where struct_ops links are missing)",
+        SWITCH_KERNEL.0,
+        SWITCH_KERNEL.1
+    );
+    Ok(())
+}
+
 /// Drains `map`, a ring of `T` records, every 10 ms.
 fn drain<T: Copy + Default + Send + 'static>(
     map: &libbpf_rs::MapMut<'_>,

@@ -21,6 +21,12 @@ use socket2::{Domain, Protocol, Socket, Type};
 pub const CLIENT_ADDR: &str = "198.18.0.1";
 pub const SERVER_ADDR: &str = "198.18.0.2";
 
+/// Whether this kernel has struct_ops links (Linux 6.4+), as the loader's
+/// auto mode decides.
+pub fn has_struct_ops_links() -> bool {
+    loader::preflight::kernel_has_struct_ops_link()
+}
+
 pub fn require_root() {
     assert_eq!(
         unsafe { libc::geteuid() },
@@ -134,26 +140,6 @@ impl Pair {
 }
 
 impl Pair {
-    /// Shapes what the client sends to `rate` (htb, e.g. "2gbit"), so that
-    /// a transfer takes a predictable time.
-    pub fn shape_client(&self, rate: &str) {
-        let tc = |args: &[&str]| {
-            let st = std::process::Command::new("tc")
-                .args(["-n", self.client.name()])
-                .args(args)
-                .status()
-                .unwrap();
-            assert!(st.success(), "tc {args:?}");
-        };
-        let dev = self.client_if.as_str();
-        tc(&[
-            "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
-        ]);
-        tc(&[
-            "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", rate,
-        ]);
-    }
-
     /// A segment per packet and an ACK per two segments: many ACKs.
     pub fn offloads_off(&self) {
         for (ns, dev) in [
