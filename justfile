@@ -96,7 +96,7 @@ bench *ARGS: _root
 
 # 6.12 runs netns-lab/tests/vm.rs (the kernel backends red and fq_codel,
 # netem, the kernel's dctcp); 6.1 the loader's tests (struct_ops without
-# links: map mode) but its tracing's.
+# links: map mode).
 # Stock Debian kernels under QEMU (TCG): KERNEL all, 6.12 or 6.1
 vm-test KERNEL="all": _root
     #!/usr/bin/env bash
@@ -109,9 +109,7 @@ vm-test KERNEL="all": _root
     fi
     if [ "{{KERNEL}}" != 6.12 ]; then
         cargo test --release -p loader --no-run
-        # Not tests/trace.rs: on 6.1 its `start` events are missing and a
-        # taken-over ring keeps stale events (docs/kernels.md, open).
-        VM_KERNEL=6.1 netns-lab/vm/run-in-vm cargo test --release --offline --no-fail-fast -p loader --lib --test detach_all --test lifecycle --test top --test traffic --test unit -- --test-threads=1
+        VM_KERNEL=6.1 netns-lab/vm/run-in-vm cargo test --release --offline --no-fail-fast -p loader --tests -- --test-threads=1
     fi
 
 # Mutation testing of the analysis and control code (cargo-mutants, about 40 min, then instance.rs and attach_file.rs): each

@@ -111,10 +111,11 @@ impl Session {
         let drainer = RingDrainer::spawn(ring, DRAIN_PERIOD);
         if current.flags != 0 {
             // A tracer died with tracing on: stop production, discard what
-            // it left in the ring, then count from a quiet ring.
+            // it left in the ring until a second passes with nothing more
+            // (one pass over a full 8 MiB ring takes an emulated machine
+            // far longer than a drain period), then count from a quiet ring.
             write_config(&trace, &dctcp_trace::default())?;
-            std::thread::sleep(DRAIN_PERIOD * 3);
-            drainer.take();
+            while !drainer.wait(Duration::from_secs(1)).is_empty() {}
         }
         let stats = open_value::<dctcp_stats>(&dir.stats())?;
         let start: dctcp_stats = lookup_value(&stats)?;

@@ -20,29 +20,117 @@ fn loader_bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_loader"))
 }
 
+/// A running `loader trace`, started with `args`, whose stderr a thread
+/// reads: `start` returns once the tracer says tracing is on, so traffic
+/// begins after it on any machine (a fixed sleep was too short under the
+/// VM tier's emulation, and the flows' `start` events were missed).
+struct Tracer {
+    child: std::process::Child,
+    err: std::thread::JoinHandle<String>,
+}
+
+impl Tracer {
+    fn start(args: &[&str]) -> Tracer {
+        use std::io::BufRead;
+        let mut child = loader_bin()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (on, tracing) = std::sync::mpsc::channel();
+        let err = std::thread::spawn(move || {
+            let mut all = String::new();
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if line.starts_with("tracing ") {
+                    let _ = on.send(());
+                }
+                all.push_str(&line);
+                all.push('\n');
+            }
+            all
+        });
+        let mut t = Tracer { child, err };
+        if tracing
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .is_err()
+        {
+            let _ = t.child.kill();
+            panic!("the tracer never began: {}", t.finish_output().1);
+        }
+        t
+    }
+
+    /// Its stdout, taken to read while it runs.
+    fn stdout(&mut self) -> std::process::ChildStdout {
+        self.child.stdout.take().unwrap()
+    }
+
+    /// Ctrl-C, as a user ends a trace; then its exit status, stdout and
+    /// stderr.
+    fn stop(mut self) -> (std::process::ExitStatus, String, String) {
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        self.finish_output()
+    }
+
+    /// Waits up to `secs` for it to exit by itself (reading its stdout
+    /// meanwhile, if still piped: a full pipe would block it).
+    fn wait_exit(mut self, secs: u64) -> (std::process::ExitStatus, String, String) {
+        let reader = self.child.stdout.take().map(|mut o| {
+            std::thread::spawn(move || {
+                let mut v = String::new();
+                let _ = std::io::Read::read_to_string(&mut o, &mut v);
+                v
+            })
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        while self.child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("the tracer still ran after {secs} s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let (status, _, err) = self.finish_output();
+        (
+            status,
+            reader.map_or_else(String::new, |r| r.join().unwrap()),
+            err,
+        )
+    }
+
+    /// Waits for it to exit by itself.
+    fn finish_output(&mut self) -> (std::process::ExitStatus, String, String) {
+        let mut out = String::new();
+        if let Some(mut o) = self.child.stdout.take() {
+            std::io::Read::read_to_string(&mut o, &mut out).unwrap();
+        }
+        let status = self.child.wait().unwrap();
+        let err = std::mem::replace(&mut self.err, std::thread::spawn(String::new));
+        (status, out, err.join().unwrap())
+    }
+}
+
 #[test]
 fn trace_streams_every_event_of_a_transfer() {
     require_root();
     let _serial = serial();
     let _a = Attached::new("t_trace", &[]);
     let pair = Pair::new();
-    let tracer = loader_bin()
-        .args(["trace", "--algo", "t_trace", "--per-ack", "--duration", "4"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    let tracer = Tracer::start(&["trace", "--algo", "t_trace", "--per-ack"]);
     let t = Transfer::start(&pair, "t_trace", Some("t_trace"), 32 * MB, 32 * MB);
     t.resume();
     let (client, _) = t.finish();
     assert_eq!(client.bytes, 64 * MB);
-    let out = tracer.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let (status, stdout, err) = tracer.stop();
+    assert!(status.success(), "{err}");
 
-    let events: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
+    let events: Vec<Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
@@ -97,22 +185,26 @@ fn trace_writes_one_sides_sampled_acks_as_csv_to_a_file() {
     let pair = Pair::new();
     let file = std::env::temp_dir().join(format!("t_tcsv-{}.csv", std::process::id()));
     let flow = format!("dport={PORT}");
-    let tracer = loader_bin()
-        .args(["trace", "--algo", "t_tcsv", "--per-ack", "--ack-every", "4"])
-        .args(["--format", "csv", "--flow", &flow, "--duration", "4", "-o"])
-        .arg(&file)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    let tracer = Tracer::start(&[
+        "trace",
+        "--algo",
+        "t_tcsv",
+        "--per-ack",
+        "--ack-every",
+        "4",
+        "--format",
+        "csv",
+        "--flow",
+        &flow,
+        "-o",
+        file.to_str().unwrap(),
+    ]);
     let t = Transfer::start(&pair, "t_tcsv", Some("t_tcsv"), 16 * MB, 16 * MB);
     t.resume();
     t.finish();
-    let out = tracer.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(out.stdout.is_empty(), "-o still wrote to stdout");
+    let (status, stdout, err) = tracer.stop();
+    assert!(status.success(), "{err}");
+    assert!(stdout.is_empty(), "-o still wrote to stdout");
     let text = std::fs::read_to_string(&file).unwrap();
     let _ = std::fs::remove_file(&file);
     let mut lines = text.lines();
@@ -165,14 +257,8 @@ fn trace_ends_when_its_reader_goes_away() {
     let _serial = serial();
     let a = Attached::new("t_tpipe", &[]);
     let pair = Pair::new();
-    let mut tracer = loader_bin()
-        .args(["trace", "--algo", "t_tpipe", "--per-ack"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = tracer.stdout.take().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut tracer = Tracer::start(&["trace", "--algo", "t_tpipe", "--per-ack"]);
+    let stdout = tracer.stdout();
     let t = Transfer::start(&pair, "t_tpipe", Some("t_tpipe"), 8 * MB, 8 * MB);
     t.resume();
     let mut first = String::new();
@@ -185,16 +271,7 @@ fn trace_ends_when_its_reader_goes_away() {
     let t = Transfer::start(&pair, "t_tpipe", Some("t_tpipe"), 8 * MB, 8 * MB);
     t.resume();
     t.finish();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = tracer.try_wait().unwrap() {
-            break s;
-        }
-        assert!(std::time::Instant::now() < deadline, "tracer still running");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut tracer.stderr.take().unwrap(), &mut err).unwrap();
+    let (status, _, err) = tracer.wait_exit(10);
     assert!(status.success(), "{status}: {err}");
     let before = a.listed()["events"].as_u64().unwrap();
     let t = Transfer::start(&pair, "t_tpipe", Some("t_tpipe"), 4 * MB, 4 * MB);
@@ -216,20 +293,13 @@ fn trace_ends_when_its_algorithm_is_detached() {
     let _serial = serial();
     let a = Attached::new("t_tdet", &[]);
     let pair = Pair::new();
-    let tracer = loader_bin()
-        .args(["trace", "--algo", "t_tdet"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    let tracer = Tracer::start(&["trace", "--algo", "t_tdet"]);
     let t = Transfer::start(&pair, "t_tdet", Some("t_tdet"), 4 * MB, 4 * MB);
     t.finish();
     loader_ok(&["detach", "t_tdet"]);
     std::mem::forget(a);
-    let out = wait_with_deadline(tracer, 10);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{}: {err}", out.status);
+    let (status, stdout, err) = tracer.wait_exit(10);
+    assert!(status.success(), "{status}: {err}");
     assert!(err.contains("t_tdet was detached"), "{err}");
     // Every event produced was seen: the counts came from the map the
     // tracer opened, not from the pin the detach removed.
@@ -239,40 +309,7 @@ fn trace_ends_when_its_algorithm_is_detached() {
         .filter_map(|w| w.parse().ok())
         .collect();
     assert!(n[0] > 0 && n[0] + n[1] == n[2], "{line}");
-    let lines = String::from_utf8_lossy(&out.stdout).lines().count() as u64;
-    assert_eq!(lines, n[0], "{line}");
-}
-
-/// Waits up to `secs` for `child` to exit by itself, reading its piped
-/// stdout and stderr meanwhile (a full pipe would block it), and returns
-/// its output.
-fn wait_with_deadline(mut child: std::process::Child, secs: u64) -> std::process::Output {
-    use std::io::Read;
-    let read = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = r.read_to_end(&mut v);
-            v
-        })
-    };
-    let out = read(Box::new(child.stdout.take().unwrap()));
-    let err = read(Box::new(child.stderr.take().unwrap()));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("still running after {secs} s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
-    std::process::Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
+    assert_eq!(stdout.lines().count() as u64, n[0], "{line}");
 }
 
 #[test]
@@ -319,13 +356,7 @@ fn trace_refuses_bad_input_clearly() {
     }
     // A second tracer of the same algorithm is refused while one runs.
     let _a = Attached::new("t_trace2", &[]);
-    let mut first = loader_bin()
-        .args(["trace", "--algo", "t_trace2", "--duration", "3"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut first = Tracer::start(&["trace", "--algo", "t_trace2", "--duration", "3"]);
     let second = loader(&["trace", "--algo", "t_trace2", "--duration", "1"]);
     assert_eq!(second.status.code(), Some(1), "{}", stderr(&second));
     assert!(
@@ -333,7 +364,7 @@ fn trace_refuses_bad_input_clearly() {
         "{}",
         stderr(&second)
     );
-    assert!(first.wait().unwrap().success());
+    assert!(first.finish_output().0.success());
 }
 
 /// With nobody draining, the ring fills and the programs count what it

@@ -105,7 +105,10 @@ pub const SWITCH_KERNEL: (u32, u32) = (6, 6);
 /// Refuses a kernel the switch cannot run on, naming what it needs, before
 /// anything is built.
 pub fn require_kernel() -> Result<()> {
-    let (major, minor) = loader::preflight::kernel_version().unwrap_or((0, 0));
+    kernel_suffices(loader::preflight::kernel_version().unwrap_or((0, 0)))
+}
+
+fn kernel_suffices((major, minor): (u32, u32)) -> Result<()> {
     anyhow::ensure!(
         (major, minor) >= SWITCH_KERNEL,
         "the lab's switch, probes and faults are BPF programs on tcx that read the qdisc through \
@@ -396,6 +399,15 @@ mod tests {
             action,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn kernels_before_6_6_are_refused_naming_it() {
+        let e = kernel_suffices((6, 1)).unwrap_err().to_string();
+        assert!(e.contains("Linux 6.6 or later (this kernel: 6.1)"), "{e}");
+        assert!(kernel_suffices((6, 5)).is_err());
+        kernel_suffices((6, 6)).unwrap();
+        kernel_suffices((7, 0)).unwrap();
     }
 
     #[test]
