@@ -10,7 +10,8 @@ use loader::intf::dctcp_event_type_DCTCP_EV_WINDOW as EV_WINDOW;
 use loader::intf::{dctcp_event, dctcp_event_type_DCTCP_EV_ACK as EV_ACK};
 use loader::intf::{
     dctcp_event_type_DCTCP_EV_FALLBACK as EV_FALLBACK,
-    dctcp_event_type_DCTCP_EV_REPAIR as EV_REPAIR, dctcp_event_type_DCTCP_EV_STATE as EV_STATE,
+    dctcp_event_type_DCTCP_EV_REPAIR as EV_REPAIR, dctcp_event_type_DCTCP_EV_START as EV_START,
+    dctcp_event_type_DCTCP_EV_STATE as EV_STATE,
 };
 use loader::trace::{Counts, Detail, Session};
 use serde::Serialize;
@@ -75,6 +76,11 @@ pub struct FlowCheck {
     pub receiver_ce_pkts: u64,
     /// Handed to the Reno fallback: ECN was not negotiated.
     pub fallbacks: u64,
+    /// The algorithm's init ran for this socket while traced (its `start`
+    /// event). A flow traced without one ran with zeroed state and none of
+    /// the ACK path (seen once in a suite run on this machine's 6.18,
+    /// beside the known issue's repairs: README).
+    pub starts: u64,
     pub loss: LossReactions,
 }
 
@@ -296,6 +302,7 @@ impl CcTrace {
                     receiver_pkts: r.map_or(0, |r| r.pkts),
                     receiver_ce_pkts: r.map_or(0, |r| r.ce_pkts),
                     fallbacks: count(EV_FALLBACK),
+                    starts: count(EV_START),
                     loss: LossReactions::of(&mine),
                 }
             })

