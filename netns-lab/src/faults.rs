@@ -353,21 +353,14 @@ impl Faults {
         Ok(f)
     }
 
-    /// What the faults did so far (the programs stay attached).
-    pub fn counts(&self) -> Result<FaultReport> {
+    /// What the faults did; stops the detour's element and adds its report.
+    pub fn finish(mut self) -> Result<FaultReport> {
         Ok(FaultReport {
             data: self.data.as_ref().map(FaultyLink::counts).transpose()?,
             acks: self.acks.as_ref().map(FaultyLink::counts).transpose()?,
             reorder_hold_ns: self.hold.map(|h| h.as_nanos() as u64),
-            detour: None,
+            detour: self.element.take().map(Element::stop).transpose()?,
         })
-    }
-
-    /// Counts, then stops the detour's element and adds its report.
-    pub fn finish(mut self) -> Result<FaultReport> {
-        let mut report = self.counts()?;
-        report.detour = self.element.take().map(Element::stop).transpose()?;
-        Ok(report)
     }
 }
 

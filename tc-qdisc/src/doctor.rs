@@ -51,13 +51,13 @@ pub fn kernel_checks() -> Vec<Check> {
         ),
         check(
             "BPF switch (tcx, bpf_cast_to_kern_ctx)",
-            version >= (6, 6) && switch_loads,
+            version >= crate::marker::SWITCH_KERNEL && switch_loads,
             "bpf-step, bpf-red, droptail backends and the queue probe",
             "needs Linux 6.6+: the lab's experiments refuse to run here (the loader runs)",
         ),
         check(
             "fault injection (tcx)",
-            version >= (6, 6),
+            version >= crate::marker::SWITCH_KERNEL,
             "lab --loss, --ack-loss, --ecn-bleach, --bleach-syn, --reorder",
             "needs Linux 6.6+ (tcx): faults cannot be injected on this kernel",
         ),
