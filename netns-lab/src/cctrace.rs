@@ -405,6 +405,48 @@ mod tests {
     }
 
     #[test]
+    fn two_flows_reactions_add_field_by_field_and_keep_the_shorter_gap() {
+        let a = LossReactions {
+            recoveries: 1,
+            timeouts: 2,
+            min_gap_rtts: Some(3.0),
+            cuts_within_half_rtt: 4,
+            cuts_within_half_rtt_after_cwr: 5,
+            recoveries_seen: 6,
+            halved_once: 7,
+            recoveries_repaired: 8,
+        };
+        let b = LossReactions {
+            recoveries: 10,
+            timeouts: 20,
+            min_gap_rtts: Some(2.0),
+            cuts_within_half_rtt: 40,
+            cuts_within_half_rtt_after_cwr: 50,
+            recoveries_seen: 60,
+            halved_once: 70,
+            recoveries_repaired: 80,
+        };
+        let sum = a.add(&b);
+        assert_eq!(
+            sum,
+            LossReactions {
+                recoveries: 11,
+                timeouts: 22,
+                min_gap_rtts: Some(2.0),
+                cuts_within_half_rtt: 44,
+                cuts_within_half_rtt_after_cwr: 55,
+                recoveries_seen: 66,
+                halved_once: 77,
+                recoveries_repaired: 88,
+            }
+        );
+        let none = LossReactions::default();
+        assert_eq!(a.add(&none).min_gap_rtts, Some(3.0));
+        assert_eq!(none.add(&b).min_gap_rtts, Some(2.0));
+        assert_eq!(none.add(&none).min_gap_rtts, None);
+    }
+
+    #[test]
     fn a_recovery_the_guard_repaired_is_counted_apart() {
         let r = reactions(&[
             state(1, 0, CA_RECOVERY, 24),
