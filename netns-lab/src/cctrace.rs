@@ -389,6 +389,8 @@ mod tests {
         let r = reactions(&[
             ack(0, 40, 1000),
             state(1, 0, CA_RECOVERY, 40),
+            // A window ending inside the recovery is not a change of state.
+            ev(1, EV_WINDOW, CA_RECOVERY, 0, 40, 20),
             ack(2, 30, 20),
             ack(3, 22, 20),
             state(4, 3, 0, 20),
