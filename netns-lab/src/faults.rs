@@ -478,6 +478,11 @@ mod tests {
         assert_eq!(f.acks().loss, 0.1);
         assert!(!f.acks().syn_bleach);
         assert!(FaultArgs::default().is_none());
+        let acks_only = FaultArgs {
+            ack_loss: 0.1,
+            ..FaultArgs::default()
+        };
+        assert!(!acks_only.is_none() && acks_only.data().is_none());
         assert!(!f.is_none());
         assert_eq!(
             f.describe(),
