@@ -243,6 +243,12 @@ struct marker_config {
 	/* dual: one MTU packet's time on the link; over an idle queue the
 	 * averages decay as if one empty-queue arrival came per packet time. */
 	u32 idle_pkt_ns;
+	/* Kernels without tcx (before 6.6): the probe runs on the tracepoint
+	 * net_dev_queue instead, which fires for every device on the machine;
+	 * it keeps the packets of this interface in this namespace (its
+	 * inode number). */
+	u32 probe_ifindex;
+	u32 probe_netns;
 };
 
 /* What happened to an arriving packet. */

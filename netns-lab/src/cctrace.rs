@@ -488,10 +488,14 @@ mod tests {
             at(11, 3, state(0, CA_RECOVERY, 0, 8)),
             at(11, 4, state(0, 0, CA_RECOVERY, 8)),
             at(11, 6, ack(0, 8, 4)),
-            // A third of an RTT later, an RTO: quick, but not after a CWR entry.
-            at(11, 304, state(0, CA_RECOVERY, CA_LOSS, 4)),
+            // Half an RTT later, an RTO: not within half an RTT.
+            at(11, 504, state(0, CA_RECOVERY, CA_LOSS, 4)),
+            at(11, 600, state(0, CA_LOSS, 0, 4)),
+            // A third of an RTT after it, another: quick, but not after a
+            // recovery entered from CWR.
+            at(11, 837, state(0, 0, CA_LOSS, 4)),
         ]);
-        assert_eq!((r.recoveries, r.timeouts), (2, 1));
+        assert_eq!((r.recoveries, r.timeouts), (2, 2));
         assert_eq!((r.recoveries_seen, r.halved_once), (2, 2));
         assert_eq!(
             (r.cuts_within_half_rtt, r.cuts_within_half_rtt_after_cwr),

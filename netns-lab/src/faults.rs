@@ -1,7 +1,7 @@
 //! Faults on the lab's links, as real networks have them: random loss on
 //! the data path or the ACK path, ECN bleached by a middlebox after the
 //! switch, ECN negotiation stripped from SYNs, and reordering. BPF programs
-//! on tcx of the receiver's interface do them (tc_qdisc::faults); a
+//! on the receiver's interface (tcx, or clsact before 6.6) do them (tc_qdisc::faults); a
 //! reordered segment takes a detour through the delay element and comes
 //! back behind the segments sent after it:
 //!
@@ -88,8 +88,8 @@ impl FaultArgs {
     }
 
     /// Each probability in [0, 1], named by its option; a delay only with
-    /// reordering. (The kernel is checked for the whole lab, whose switch
-    /// needs tcx as the faults do: tc_qdisc::marker::require_kernel.)
+    /// reordering. (Every kernel the lab runs on can inject them: on tcx,
+    /// or on clsact before 6.6.)
     pub fn validate(&self) -> Result<()> {
         for (opt, p) in [
             ("--loss", self.loss),
@@ -191,7 +191,7 @@ pub fn summary_section(args: &FaultArgs, outcomes: &[Outcome]) -> String {
     let _ = writeln!(s, "\n## Faults\n");
     let _ = writeln!(
         s,
-        "Injected between the switch and the receiver (BPF on tcx of the receiver's interface, ahead of its \
+        "Injected between the switch and the receiver (BPF on the receiver's interface, tcx or clsact, ahead of its \
          counter): {}. Loss and reordering act on data segments on the way in and pure ACKs on the way out \
          (handshakes and closes pass); ECN bleaching on any segment on the way in.{}\n",
         args.describe(),

@@ -75,6 +75,28 @@ impl Backend {
         }
     }
 
+    /// Refuses a BPF marker on a kernel older than `MARKER_KERNEL` (it runs
+    /// on tcx), naming what marks there instead.
+    pub fn runs_on(&self, kernel: (u32, u32)) -> Result<()> {
+        let bpf = matches!(
+            self,
+            Backend::BpfStep { .. } | Backend::BpfRed { .. } | Backend::BpfDual { .. }
+        );
+        let need = crate::marker::MARKER_KERNEL;
+        anyhow::ensure!(
+            !bpf || kernel >= need,
+            "{}: the BPF markers run on tcx, Linux {}.{} or later (this kernel: {}.{}); here the \
+             kernel's qdiscs mark instead: backend red (a step at K, as Mininet's DCTCP switch) or \
+             fq_codel (e.g. `lab queue --variants bpf_dctcp:red`)",
+            self.name(),
+            need.0,
+            need.1,
+            kernel.0,
+            kernel.1
+        );
+        Ok(())
+    }
+
     /// Checks the parameters against the buffer; the message gives the range.
     pub fn validate(&self, buffer_pkts: u32) -> Result<()> {
         match *self {
@@ -348,6 +370,27 @@ mod tests {
         assert!(Backend::FqCodel { ce_threshold_us: 0 }
             .validate(100)
             .is_err());
+    }
+
+    #[test]
+    fn bpf_markers_are_refused_before_tcx_and_kernel_qdiscs_are_not() {
+        let step = Backend::BpfStep { k: 20 };
+        let e = step.runs_on((6, 1)).unwrap_err().to_string();
+        assert!(
+            e.contains("bpf-step") && e.contains("Linux 6.6 or later (this kernel: 6.1)"),
+            "{e}"
+        );
+        assert!(step.runs_on((6, 5)).is_err());
+        step.runs_on((6, 6)).unwrap();
+        for ok in [
+            Backend::red_step(20),
+            Backend::FqCodel {
+                ce_threshold_us: 500,
+            },
+            Backend::Droptail,
+        ] {
+            ok.runs_on((6, 1)).unwrap();
+        }
     }
 
     #[test]

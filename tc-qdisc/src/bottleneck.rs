@@ -42,7 +42,8 @@ impl Bottleneck {
             "buffer of {} packets out of range: 2 to 100000",
             self.buffer_pkts
         );
-        self.backend.validate(self.buffer_pkts)
+        self.backend.validate(self.buffer_pkts)?;
+        self.backend.runs_on(crate::marker::kernel())
     }
 
     /// Token bucket depth: 40 us of line rate (3 packets at 1 Gbit/s), at

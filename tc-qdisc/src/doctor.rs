@@ -50,16 +50,28 @@ pub fn kernel_checks() -> Vec<Check> {
             "attach --mode map pins the struct_ops map instead (automatic)",
         ),
         check(
-            "BPF switch (tcx, bpf_cast_to_kern_ctx)",
-            version >= crate::marker::SWITCH_KERNEL && switch_loads,
-            "bpf-step, bpf-red, droptail backends and the queue probe",
-            "needs Linux 6.6+: the lab's experiments refuse to run here (the loader runs)",
+            "lab",
+            version >= crate::marker::LAB_KERNEL,
+            "namespaces, shaper, probes and receiver counters run here",
+            &format!(
+                "needs Linux {}.{} or later: the lab's experiments refuse to run here (the loader \
+                 may run)",
+                crate::marker::LAB_KERNEL.0,
+                crate::marker::LAB_KERNEL.1
+            ),
         ),
         check(
-            "fault injection (tcx)",
-            version >= crate::marker::SWITCH_KERNEL,
-            "lab --loss, --ack-loss, --ecn-bleach, --bleach-syn, --reorder",
-            "needs Linux 6.6+ (tcx): faults cannot be injected on this kernel",
+            "BPF markers (tcx, bpf_cast_to_kern_ctx)",
+            version >= crate::marker::MARKER_KERNEL && switch_loads,
+            "bpf-step, bpf-red, bpf-dual; the queue probe on tcx egress",
+            "need Linux 6.6+: the kernel's red (a step at K) and fq_codel mark instead, and the \
+             queue probe runs on tracepoint net_dev_queue",
+        ),
+        check(
+            "tcx",
+            crate::hook::has_tcx(),
+            "faults and the receiver's counter attach to tcx",
+            "clsact (cls_bpf filters) carries the faults and the receiver's counter instead",
         ),
         check(
             "tcp_dctcp",
@@ -86,32 +98,21 @@ fn kernel_dctcp_available() -> bool {
     loader::sockopt::set_congestion(sock.as_fd(), "dctcp").is_ok()
 }
 
-/// Loads (without attaching) the switch program: proves the verifier accepts
-/// bpf_cast_to_kern_ctx and the qdisc fields it reads.
+/// Loads (without attaching) the switch's tcx programs: proves the verifier
+/// accepts bpf_cast_to_kern_ctx and the qdisc fields they read.
 fn switch_program_loads() -> bool {
     use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-    quietly(|| {
+    crate::skel::quietly(|| {
         let mut storage = std::mem::MaybeUninit::uninit();
         let loaded = crate::skel::SwitchSkelBuilder::default()
             .open(&mut storage)
-            .and_then(|o| o.load())
+            .and_then(|mut o| {
+                o.progs.bottleneck_arrival.set_autoload(false);
+                o.load()
+            })
             .is_ok();
         loaded
     })
-}
-
-/// Runs `f` with libbpf's messages off: a probe expected to fail on older
-/// kernels must not print the verifier's log. Warnings go to stderr again
-/// afterwards, as libbpf's own printer sends them.
-fn quietly<T>(f: impl FnOnce() -> T) -> T {
-    use libbpf_rs::PrintLevel;
-    fn warn(_: PrintLevel, msg: String) {
-        eprint!("{msg}");
-    }
-    let _ = libbpf_rs::set_print(None);
-    let r = f();
-    libbpf_rs::set_print(Some((PrintLevel::Warn, warn)));
-    r
 }
 
 /// Qdisc checks: installs each as root qdisc on `dev` in the scratch
@@ -148,8 +149,11 @@ pub fn qdisc_checks(ns: &str, dev: &str) -> Vec<Check> {
     let tbf = try_qdisc(&[
         "tbf", "rate", "100mbit", "burst", "15000", "limit", "150000",
     ]);
-    let instead =
-        "use bpf-step or bpf-red here, or run the lab in the stock-kernel VM (just vm-test)";
+    let instead = if crate::hook::has_tcx() {
+        "use bpf-step or bpf-red here, or run the lab in the stock-kernel VM (just vm-test)"
+    } else {
+        "no marking backend on this kernel: the BPF markers need tcx (Linux 6.6)"
+    };
     vec![
         check(
             "htb",

@@ -1,5 +1,5 @@
-//! A faulty link (src/bpf/faults.bpf.c), loaded and attached to tcx of the
-//! receiver's interface: random loss, ECN bleached by a middlebox, ECN
+//! A faulty link (src/bpf/faults.bpf.c), loaded and attached to the receiver's
+//! interface (tcx, or clsact before 6.6): random loss, ECN bleached by a middlebox, ECN
 //! negotiation stripped from SYNs, and reordering through a detour.
 
 use std::mem::MaybeUninit;
@@ -7,14 +7,14 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use serde::{Deserialize, Serialize};
 
+use crate::hook::{self, Attached, Position};
 use crate::intf::{
     fault_config, fault_segments_FAULT_ACKS, fault_segments_FAULT_DATA, fault_stats, FAULT_PROB_ONE,
 };
 use crate::skel::faults::FaultsSkelBuilder;
-use crate::tcx::{self, Position};
 
 /// What one faulty link does to the segments it carries: each fault a
 /// probability in [0, 1], drawn per segment.
@@ -118,7 +118,7 @@ fn sum_per_cpu(per_cpu: &[Vec<u8>]) -> fault_stats {
 
 /// A faulty link, attached for as long as this value lives.
 pub struct FaultyLink {
-    _links: Vec<Link>,
+    _links: Vec<Attached>,
     stats: MapHandle,
 }
 
@@ -142,7 +142,7 @@ impl FaultyLink {
         }
         let (detour_ifindex, return_ifindex) = match detour {
             Some(d) => loader::netns::with_netns(ns, || -> Result<(u32, u32)> {
-                Ok((tcx::ifindex(d.out_dev)?, tcx::ifindex(dev)?))
+                Ok((hook::ifindex(d.out_dev)?, hook::ifindex(dev)?))
             })??,
             None => (0, 0),
         };
@@ -173,9 +173,9 @@ impl FaultyLink {
             Direction::Data => &skel.progs.fault_ingress,
             Direction::Acks => &skel.progs.fault_egress,
         };
-        let mut links = vec![tcx::attach(prog, ns, dev, Position::First)?];
+        let mut links = vec![hook::attach(prog, ns, dev, Position::First)?];
         if let Some(d) = detour {
-            links.push(tcx::attach(
+            links.push(hook::attach(
                 &skel.progs.detour_return,
                 ns,
                 d.back_dev,

@@ -7,13 +7,13 @@ pub mod backend;
 pub mod bottleneck;
 pub mod doctor;
 pub mod faults;
+pub mod hook;
 pub mod hysteresis;
 pub mod intf;
 pub mod marker;
 pub mod qdisc_stats;
 mod skel;
 pub mod tc;
-pub mod tcx;
 
 pub use backend::{Backend, RedProfile};
 pub use bottleneck::Bottleneck;

@@ -1,5 +1,7 @@
 //! The BPF switch program, loaded and attached: marker and queue probe on the
-//! bottleneck's tcx egress, per-flow CE counter on the receiver's tcx ingress.
+//! bottleneck's tcx egress (before 6.6: the probe alone, on tracepoint
+//! net_dev_queue), per-flow CE counter on the receiver's ingress (tcx or
+//! clsact).
 
 use std::mem::MaybeUninit;
 use std::net::Ipv4Addr;
@@ -8,15 +10,16 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use serde::Serialize;
 
+use crate::hook::{self, Attached, Position};
 use crate::intf::{
-    from_bytes, marker_config, marker_stats, probe_batches, queue_action_QA_DROP,
-    queue_action_QA_TAILDROP, queue_departure, queue_sample, rx_flow_key, rx_flow_stats,
+    from_bytes, marker_config, marker_mode_MARKER_PROBE, marker_stats, probe_batches,
+    queue_action_QA_DROP, queue_action_QA_TAILDROP, queue_departure, queue_sample, rx_flow_key,
+    rx_flow_stats,
 };
 use crate::skel::SwitchSkelBuilder;
-use crate::tcx::{self, Position};
 use loader::ring::RingDrainer;
 
 /// Packets seen at one receiver flow.
@@ -89,7 +92,7 @@ impl QueueTrace {
 }
 
 pub struct BpfSwitch {
-    _links: Vec<Link>,
+    _links: Vec<Attached>,
     stats: MapHandle,
     rx_flows: MapHandle,
     batches: MapHandle,
@@ -98,25 +101,34 @@ pub struct BpfSwitch {
     _pins: Option<LivePins>,
 }
 
-/// The first kernel the switch runs on: its programs attach to tcx (Linux
-/// 6.6) and read the qdisc through bpf_cast_to_kern_ctx (6.3).
-pub const SWITCH_KERNEL: (u32, u32) = (6, 6);
+/// The oldest kernel the lab runs on (the oldest tested: Debian 12's).
+/// From there to 6.6 it runs without tcx: its probes sit on tracepoints and
+/// clsact, and only kernel qdiscs mark ([`MARKER_KERNEL`]).
+pub const LAB_KERNEL: (u32, u32) = (6, 1);
 
-/// Refuses a kernel the switch cannot run on, naming what it needs, before
+/// The first kernel the BPF markers run on: they attach to tcx (Linux 6.6)
+/// and read the qdisc through bpf_cast_to_kern_ctx (6.3).
+pub const MARKER_KERNEL: (u32, u32) = crate::hook::TCX_KERNEL;
+
+/// This kernel's version, (0, 0) if unreadable.
+pub fn kernel() -> (u32, u32) {
+    loader::preflight::kernel_version().unwrap_or((0, 0))
+}
+
+/// Refuses a kernel the lab cannot run on, naming what it needs, before
 /// anything is built.
 pub fn require_kernel() -> Result<()> {
-    kernel_suffices(loader::preflight::kernel_version().unwrap_or((0, 0)))
+    kernel_suffices(kernel())
 }
 
 fn kernel_suffices((major, minor): (u32, u32)) -> Result<()> {
     anyhow::ensure!(
-        (major, minor) >= SWITCH_KERNEL,
-        "the lab's switch, probes and faults are BPF programs on tcx that read the qdisc through \
-         bpf_cast_to_kern_ctx: they need Linux {}.{} or later (this kernel: {major}.{minor}). \
-         `lab doctor` says what this kernel offers; the loader itself runs here (`loader attach` \
-         picks map mode where struct_ops links are missing)",
-        SWITCH_KERNEL.0,
-        SWITCH_KERNEL.1
+        (major, minor) >= LAB_KERNEL,
+        "the lab needs Linux {}.{} or later (this kernel: {major}.{minor}): its probes are BPF \
+         programs on BTF tracepoints and tc hooks, tested from Debian 12's 6.1 on. `lab doctor` \
+         says what this kernel offers; the loader itself may still run here",
+        LAB_KERNEL.0,
+        LAB_KERNEL.1
     );
     Ok(())
 }
@@ -131,10 +143,13 @@ fn drain<T: Copy + Default + Send + 'static>(
     ))
 }
 
-/// The switch loaded with `cfg` in its read-only data.
+/// The switch loaded with `cfg` in its read-only data: with `tcx`, its tcx
+/// programs (the marker and its floors); without, the tracepoint probe that
+/// stands in for the marker's, the only one an older kernel can load.
 fn load(
     storage: &mut MaybeUninit<libbpf_rs::OpenObject>,
     cfg: marker_config,
+    tcx: bool,
 ) -> Result<crate::skel::SwitchSkel<'_>> {
     let mut open = SwitchSkelBuilder::default()
         .open(storage)
@@ -145,8 +160,34 @@ fn load(
         .as_deref_mut()
         .context("rodata not mapped")?;
     crate::skel::set_config(&mut ro.cfg, &cfg, "marker_config");
-    open.load()
-        .context("loading the BPF switch (needs bpf_cast_to_kern_ctx, Linux 6.3+)")
+    open.progs.bottleneck_egress.set_autoload(tcx);
+    open.progs.floor_egress.set_autoload(tcx);
+    open.progs.queue_read_egress.set_autoload(tcx);
+    open.progs.bottleneck_arrival.set_autoload(!tcx);
+    open.load().context("loading the BPF switch")
+}
+
+/// Refuses what needs tcx on a kernel without it.
+fn require_tcx(what: &str) -> Result<()> {
+    anyhow::ensure!(
+        crate::hook::has_tcx(),
+        "{what} runs on tcx with bpf_cast_to_kern_ctx: it needs Linux {}.{} or later (this \
+         kernel: {}.{})",
+        MARKER_KERNEL.0,
+        MARKER_KERNEL.1,
+        kernel().0,
+        kernel().1
+    );
+    Ok(())
+}
+
+/// The inode number that names the network namespace mounted at `ns`.
+fn netns_inode(ns: &Path) -> Result<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let ino = std::fs::metadata(ns)
+        .with_context(|| format!("namespace {}", ns.display()))?
+        .ino();
+    u32::try_from(ino).context("a namespace inode number above 32 bits")
 }
 
 /// What the marker's cost is measured against (`lab bench`), on the same
@@ -161,19 +202,20 @@ pub enum Floor {
 
 /// A floor program attached for as long as this value lives.
 pub struct MarkerFloor {
-    _link: Link,
+    _link: Attached,
 }
 
 impl MarkerFloor {
     pub fn attach(floor: Floor, switch_ns: &Path, egress: &str) -> Result<MarkerFloor> {
+        require_tcx("the marker's floor")?;
         let mut storage = MaybeUninit::uninit();
-        let skel = load(&mut storage, marker_config::default())?;
+        let skel = load(&mut storage, marker_config::default(), true)?;
         let prog = match floor {
             Floor::Empty => &skel.progs.floor_egress,
             Floor::QueueRead => &skel.progs.queue_read_egress,
         };
         Ok(MarkerFloor {
-            _link: tcx::attach(prog, switch_ns, egress, Position::Last)?,
+            _link: hook::attach(prog, switch_ns, egress, Position::Last)?,
         })
     }
 }
@@ -185,8 +227,9 @@ impl MarkerFloor {
 /// every call. With a probe, keep `repeat` x 32 bytes of samples under the
 /// ring's 16 MiB: nothing drains it here.
 pub fn isolated_ns(cfg: marker_config, repeat: u32) -> Result<(f64, f64)> {
+    require_tcx("the marker")?;
     let mut storage = MaybeUninit::uninit();
-    let skel = load(&mut storage, cfg)?;
+    let skel = load(&mut storage, cfg, true)?;
     let mut frame = vec![0u8; 1514];
     frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
     let ip = &mut frame[14..34];
@@ -237,25 +280,48 @@ impl BpfSwitch {
             "departures are recorded only beside every arrival (sample 1, not {})",
             cfg.sample
         );
+        let tcx = crate::hook::has_tcx();
+        let mut cfg = cfg;
+        if !tcx {
+            anyhow::ensure!(
+                cfg.mode == marker_mode_MARKER_PROBE,
+                "the BPF markers (bpf-step, bpf-red, bpf-dual) need tcx, Linux {}.{}: on this \
+                 kernel a kernel qdisc marks (red, fq_codel)",
+                MARKER_KERNEL.0,
+                MARKER_KERNEL.1
+            );
+            cfg.probe_ifindex = loader::netns::with_netns(switch_ns, || hook::ifindex(egress))??;
+            cfg.probe_netns = netns_inode(switch_ns)?;
+        }
         let mut storage = MaybeUninit::uninit();
-        let mut skel = load(&mut storage, cfg)?;
+        let mut skel = load(&mut storage, cfg, tcx)?;
 
-        let mut links = vec![
-            tcx::attach(
+        let probe = if tcx {
+            hook::attach(
                 &skel.progs.bottleneck_egress,
                 switch_ns,
                 egress,
                 Position::Last,
-            )?,
-            tcx::attach(&skel.progs.receiver_ingress, rx_ns, rx_if, Position::Last)?,
+            )?
+        } else {
+            Attached::Link(
+                skel.progs
+                    .bottleneck_arrival
+                    .attach()
+                    .context("attaching the queue probe to tracepoint net_dev_queue")?,
+            )
+        };
+        let mut links = vec![
+            probe,
+            hook::attach(&skel.progs.receiver_ingress, rx_ns, rx_if, Position::Last)?,
         ];
         if departures {
-            links.push(
+            links.push(Attached::Link(
                 skel.progs
                     .bottleneck_dequeue
                     .attach()
                     .context("attaching the departure probe to tracepoint qdisc_dequeue")?,
-            );
+            ));
         }
         let pins = match pin_dir {
             Some(dir) => Some(LivePins::create(
@@ -402,11 +468,11 @@ mod tests {
     }
 
     #[test]
-    fn kernels_before_6_6_are_refused_naming_it() {
-        let e = kernel_suffices((6, 1)).unwrap_err().to_string();
-        assert!(e.contains("Linux 6.6 or later (this kernel: 6.1)"), "{e}");
-        assert!(kernel_suffices((6, 5)).is_err());
-        kernel_suffices((6, 6)).unwrap();
+    fn kernels_before_6_1_are_refused_naming_it() {
+        let e = kernel_suffices((5, 15)).unwrap_err().to_string();
+        assert!(e.contains("Linux 6.1 or later (this kernel: 5.15)"), "{e}");
+        assert!(kernel_suffices((6, 0)).is_err());
+        kernel_suffices((6, 1)).unwrap();
         kernel_suffices((7, 0)).unwrap();
     }
 

@@ -35,3 +35,18 @@ pub(crate) fn set_config<C: Copy, D>(dst: &mut D, cfg: &C, what: &str) {
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), (dst as *mut D).cast::<u8>(), bytes.len())
     };
 }
+
+/// Runs `f` with libbpf's messages off: a probe expected to fail on older
+/// kernels must not print the verifier's log, nor an expected refusal its
+/// kernel message. Warnings go to stderr again afterwards, as libbpf's own
+/// printer sends them.
+pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> T {
+    use libbpf_rs::PrintLevel;
+    fn warn(_: PrintLevel, msg: String) {
+        eprint!("{msg}");
+    }
+    let _ = libbpf_rs::set_print(None);
+    let r = f();
+    libbpf_rs::set_print(Some((PrintLevel::Warn, warn)));
+    r
+}

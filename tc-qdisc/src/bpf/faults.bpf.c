@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A faulty link: what real networks do to a flow's packets, done to the lab's
- * on tcx of the receiver's interface.
+ * on the receiver's interface (tcx; before 6.6, clsact's BPF filters).
  *
  * fault_ingress (the data path, before the receiver) and fault_egress (the
  * ACK path, as the receiver sends) act on one kind of segment each
@@ -16,7 +16,8 @@
  * to the receiver's interface as if it had just arrived there, marked so
  * that the fault lets it pass this time.
  *
- * Both hand the packet on with TCX_NEXT: the receiver's per-flow counter
+ * Both hand the packet on with TCX_NEXT (TC_ACT_UNSPEC to cls_bpf: the next
+ * filter runs): the receiver's per-flow counter
  * (switch.bpf.c), attached after them, sees what the receiver gets.
  */
 #include "vmlinux/vmlinux.h"

@@ -84,4 +84,45 @@ static __always_inline bool parse(struct __sk_buff *skb, struct pkt *p)
 	return true;
 }
 
+/* The same from a kernel sk_buff (a tracepoint's), whose bytes can only be
+ * copied out, at the Ethernet header when the root qdisc is about to take
+ * it. The copy is of fixed size: a header with IPv4 options (none on lab
+ * links) keeps its addresses and ECN but not its ports. */
+static __always_inline bool parse_kernel(struct sk_buff *skb, struct pkt *p)
+{
+	struct {
+		struct ethhdr eth;
+		struct iphdr ip;
+		struct tcphdr tcp; /* or a UDP header's ports: the same first 4 bytes */
+	} __attribute__((packed)) h;
+	u32 tot;
+
+	if (bpf_probe_read_kernel(&h, sizeof(h), skb->data) ||
+	    h.eth.h_proto != bpf_htons(ETH_P_IP))
+		return false;
+	tot = bpf_ntohs(h.ip.tot_len);
+	p->ecn = h.ip.tos & INET_ECN_MASK;
+	p->saddr = h.ip.saddr;
+	p->daddr = h.ip.daddr;
+	p->ihl = h.ip.ihl * 4;
+	p->tcp = false;
+	p->sport = p->dport = 0;
+	p->tcp_payload = 0;
+	p->tcp_flags = 0;
+	p->l4_bytes = tot > p->ihl ? tot - p->ihl : 0;
+	if (p->ihl != sizeof(h.ip))
+		return true;
+	if (h.ip.protocol == IPPROTO_UDP || h.ip.protocol == IPPROTO_TCP) {
+		p->sport = bpf_ntohs(h.tcp.source);
+		p->dport = bpf_ntohs(h.tcp.dest);
+	}
+	if (h.ip.protocol == IPPROTO_TCP) {
+		p->tcp = true;
+		p->tcp_flags = ((u8 *)&h.tcp)[13];
+		if (p->l4_bytes > h.tcp.doff * 4U)
+			p->tcp_payload = p->l4_bytes - h.tcp.doff * 4U;
+	}
+	return true;
+}
+
 #endif /* __LAB_PKT_H */

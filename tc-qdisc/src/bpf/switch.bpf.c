@@ -13,6 +13,10 @@
  * (or one in `sample`, at random gaps) goes to a ring buffer, PROBE_BATCH at
  * a time: the queue probe.
  *
+ * bottleneck_arrival (tracepoint net_dev_queue) stands in for
+ * bottleneck_egress's probe on kernels without tcx: it records, the kernel's
+ * qdisc marks.
+ *
  * bottleneck_dequeue (tracepoint qdisc_dequeue) records every dequeue from
  * that same root qdisc and the queue it leaves behind: between them the two
  * probes see every change of the queue, so the lab can weigh it by time, as
@@ -267,26 +271,87 @@ static __always_inline bool dual_decide(u32 qlen, u32 backlog, bool ect)
 	return ect ? hit_ect : hit_not_ect;
 }
 
-SEC("tcx/egress")
-int bottleneck_egress(struct __sk_buff *ctx)
+/* What every arrival at the bottleneck leaves behind, whichever hook saw it:
+ * the qdisc it found (for the departure probe), the queue for live views,
+ * the marker's counters and, one arrival in `sample`, the probe's record. */
+static __always_inline void arrival_seen(struct Qdisc *q, u32 qlen, u32 backlog, u32 len,
+					 const struct pkt *p, bool ipv4, u8 action)
 {
-	struct sk_buff *skb = bpf_cast_to_kern_ctx(ctx);
-	struct Qdisc *q = skb->dev->qdisc;
-	u32 zero = 0, qlen = q->q.qlen, backlog = q->qstats.backlog;
-	struct marker_stats *s = bpf_map_lookup_elem(&stats, &zero);
-	struct queue_now *now = bpf_map_lookup_elem(&queue_now, &zero);
+	struct marker_stats *s;
+	struct queue_now *now;
 	struct queue_sample *smp;
+	struct probe_batches *b;
 	u64 jiffies = bpf_jiffies64();
-	u8 action = QA_PASS;
+	u32 zero = 0, i;
 
 	if (bottleneck_qdisc != (u64)q)
 		bottleneck_qdisc = (u64)q;
+	now = bpf_map_lookup_elem(&queue_now, &zero);
 	if (now && queue_now_jiffies != jiffies) {
 		queue_now_jiffies = jiffies;
 		now->ts_ns = bpf_ktime_get_ns();
 		now->qlen = qlen;
 		now->backlog = backlog;
 	}
+	s = bpf_map_lookup_elem(&stats, &zero);
+	if (s) {
+		s->pkts++;
+		s->bytes += len;
+		s->marked += action == QA_MARK;
+		s->dropped += action == QA_DROP;
+		s->taildrop += action == QA_TAILDROP;
+		s->ce_in += p->ecn == INET_ECN_CE;
+		if (ipv4) {
+			struct class_counts *c = p->ecn ? &s->ect : &s->not_ect;
+
+			c->pkts++;
+			c->marked += action == QA_MARK;
+			c->dropped += action == QA_DROP;
+			c->taildrop += action == QA_TAILDROP;
+		}
+	}
+
+	if (!cfg.sample)
+		return;
+	b = bpf_map_lookup_elem(&batches, &zero);
+	if (!b)
+		return;
+	if (b->skip) {
+		b->skip--;
+		return;
+	}
+	/* Gaps drawn uniformly from [0, 2 (sample - 1)] arrivals: one in
+	 * `sample` on average, without a fixed stride that could beat against
+	 * a periodic arrival pattern, and the draw and its division (a 64-bit
+	 * div, most of the probe's cost at one in 16 when it came with every
+	 * arrival) paid once per sample. */
+	if (cfg.sample > 1)
+		b->skip = bpf_get_prandom_u32() % (2 * cfg.sample - 1);
+	i = b->samples;
+	if (i >= PROBE_BATCH)
+		i = 0;
+	smp = &b->sample[i];
+	smp->ts_ns = bpf_ktime_get_ns();
+	smp->qlen = qlen;
+	smp->backlog = backlog;
+	smp->len = len;
+	smp->sport = p->sport;
+	smp->dport = p->dport;
+	smp->action = action;
+	smp->ecn = p->ecn;
+	smp->_pad = 0;
+	smp->_pad2 = 0;
+	b->samples = batch_add(&samples, b->sample, sizeof(b->sample), i,
+			       s ? &s->ring_full : NULL);
+}
+
+SEC("tcx/egress")
+int bottleneck_egress(struct __sk_buff *ctx)
+{
+	struct sk_buff *skb = bpf_cast_to_kern_ctx(ctx);
+	struct Qdisc *q = skb->dev->qdisc;
+	u32 qlen = q->q.qlen, backlog = q->qstats.backlog;
+	u8 action = QA_PASS;
 	bool congested = false;
 	struct pkt p = {};
 	int verdict = TC_ACT_OK;
@@ -313,59 +378,35 @@ int bottleneck_egress(struct __sk_buff *ctx)
 			action = QA_MARK;
 		}
 	}
-
-	if (s) {
-		s->pkts++;
-		s->bytes += ctx->len;
-		s->marked += action == QA_MARK;
-		s->dropped += action == QA_DROP;
-		s->taildrop += action == QA_TAILDROP;
-		s->ce_in += p.ecn == INET_ECN_CE;
-		if (ipv4) {
-			struct class_counts *c = p.ecn ? &s->ect : &s->not_ect;
-
-			c->pkts++;
-			c->marked += action == QA_MARK;
-			c->dropped += action == QA_DROP;
-			c->taildrop += action == QA_TAILDROP;
-		}
-	}
-
-	if (cfg.sample) {
-		struct probe_batches *b = bpf_map_lookup_elem(&batches, &zero);
-		u32 i;
-
-		if (!b)
-			return verdict;
-		if (b->skip) {
-			b->skip--;
-			return verdict;
-		}
-		/* Gaps drawn uniformly from [0, 2 (sample - 1)] arrivals: one in
-		 * `sample` on average, without a fixed stride that could beat
-		 * against a periodic arrival pattern, and the draw and its
-		 * division (a 64-bit div, most of the probe's cost at one in
-		 * 16 when it came with every arrival) paid once per sample. */
-		if (cfg.sample > 1)
-			b->skip = bpf_get_prandom_u32() % (2 * cfg.sample - 1);
-		i = b->samples;
-		if (i >= PROBE_BATCH)
-			i = 0;
-		smp = &b->sample[i];
-		smp->ts_ns = bpf_ktime_get_ns();
-		smp->qlen = qlen;
-		smp->backlog = backlog;
-		smp->len = ctx->len;
-		smp->sport = p.sport;
-		smp->dport = p.dport;
-		smp->action = action;
-		smp->ecn = p.ecn;
-		smp->_pad = 0;
-		smp->_pad2 = 0;
-		b->samples = batch_add(&samples, b->sample, sizeof(b->sample), i,
-				       s ? &s->ring_full : NULL);
-	}
+	arrival_seen(q, qlen, backlog, ctx->len, &p, ipv4, action);
 	return verdict;
+}
+
+/* The probe where tcx is missing (before 6.6; bpf_cast_to_kern_ctx came in
+ * 6.3): the tracepoint net_dev_queue fires in __dev_queue_xmit right before
+ * the root qdisc enqueues, where tcx egress would have run. It only watches:
+ * a kernel qdisc (red, fq_codel) or pfifo's limit decides. */
+SEC("tp_btf/net_dev_queue")
+int BPF_PROG(bottleneck_arrival, struct sk_buff *skb)
+{
+	struct net_device *dev = skb->dev;
+	struct Qdisc *q;
+	struct pkt p = {};
+	u32 qlen, backlog;
+	u8 action = QA_PASS;
+	bool ipv4;
+
+	if (!dev || dev->ifindex != cfg.probe_ifindex ||
+	    dev->nd_net.net->ns.inum != cfg.probe_netns)
+		return 0;
+	q = dev->qdisc;
+	qlen = q->q.qlen;
+	backlog = q->qstats.backlog;
+	ipv4 = parse_kernel(skb, &p);
+	if (cfg.limit_pkts && qlen >= cfg.limit_pkts)
+		action = QA_TAILDROP;
+	arrival_seen(q, qlen, backlog, skb->len, &p, ipv4, action);
+	return 0;
 }
 
 /* The floor `lab bench` measures the marker against: the cheapest program
