@@ -169,7 +169,7 @@ impl KsweepConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Switch {
-    /// The BPF step marker on tcx (any kernel).
+    /// The BPF step marker on tcx (Linux 6.6 or later).
     BpfStep,
     /// The kernel's sch_red as a step at K (Mininet's DCTCP switch, seed
     /// 001's); kernels with sch_red, e.g. the stock-kernel VM.
