@@ -389,4 +389,12 @@ struct fault_stats {
 	u64 detour_failed; /* the redirect refused: passed in order */
 };
 
+/* `lab bench`: one function's time per call, as a clock read on entry and
+ * one on return take it (netns-lab/src/bpf/calltime.bpf.c), per CPU. */
+struct call_time {
+	u64 entered_ns; /* this CPU's call in progress, 0 when none */
+	u64 ns;         /* summed over completed calls */
+	u64 calls;
+};
+
 #endif /* DCTCP_BPF_INTF_H */

@@ -63,8 +63,8 @@ pub struct BenchConfig {
 impl BenchConfig {
     pub fn validate(&self) -> Result<()> {
         anyhow::ensure!(
-            (1..=50).contains(&self.rounds),
-            "--rounds {}: 1 to 50",
+            (1..=500).contains(&self.rounds),
+            "--rounds {}: 1 to 500",
             self.rounds
         );
         anyhow::ensure!(
@@ -169,14 +169,14 @@ pub struct Transfer {
 }
 
 /// Two namespaces joined by a veth pair, offloads off, ECN on.
-struct Pair {
+pub struct Pair {
     client: Netns,
     server: Netns,
     _prefix: Prefix,
 }
 
 impl Pair {
-    fn new() -> Result<Pair> {
+    pub fn new() -> Result<Pair> {
         let p = Prefix::unique()?;
         let client = Netns::create(&p.ns("bc"))?;
         let server = Netns::create(&p.ns("bs"))?;
@@ -202,7 +202,7 @@ impl Pair {
 
     /// Sends `bytes` from client to server with `cc` on both ends; returns
     /// the elapsed time from connect to the server's end of stream.
-    fn transfer(&self, cc: &str, bytes: u64) -> Result<Duration> {
+    pub fn transfer(&self, cc: &str, bytes: u64) -> Result<Duration> {
         let (ready_tx, ready_rx) = mpsc::channel();
         let server_cc = cc.to_string();
         let server = self.server.spawn(move || -> Result<u64> {
@@ -395,6 +395,82 @@ pub struct AlgorithmReport {
     pub per_call_unguarded: Vec<PerCall>,
     /// The Reno fallback: the floor a struct_ops program costs here.
     pub floor_per_call: Vec<PerCall>,
+    /// Where the kernel has its own dctcp: bpf_dctcp's programs and the
+    /// kernel's dctcp functions timed by one method (fentry and fexit, no
+    /// bpf_stats), each over one transfer.
+    pub timed_alike: Option<TimedAlike>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TimedAlike {
+    pub bpf_dctcp: Vec<PerCall>,
+    pub kernel_dctcp: Vec<PerCall>,
+    /// ms per GB spent in each algorithm's own code, summed over its
+    /// operations: (bpf_dctcp, kernel dctcp).
+    pub ms_per_gb: (f64, f64),
+}
+
+/// The kernel's tcp_dctcp functions, by the operation each fills
+/// (net/ipv4/tcp_dctcp.c): cong_avoid is Reno's, as in bpf_dctcp.
+const KERNEL_DCTCP: [(&str, &str); 7] = [
+    ("init", "dctcp_init"),
+    ("in_ack_event", "dctcp_update_alpha"),
+    ("cwnd_event", "dctcp_cwnd_event"),
+    ("set_state", "dctcp_state"),
+    ("ssthresh", "dctcp_ssthresh"),
+    ("cong_avoid", "tcp_reno_cong_avoid"),
+    ("undo_cwnd", "dctcp_cwnd_undo"),
+];
+
+/// Total ms per GB in the timed calls of a transfer of `bytes`.
+fn ms_per_gb(calls: &[PerCall], bytes: u64) -> f64 {
+    calls.iter().map(|p| p.ns * p.calls as f64).sum::<f64>() / 1e6 / (bytes as f64 / 1e9)
+}
+
+/// bpf_dctcp's programs (`ids`) over one transfer, then the kernel's dctcp
+/// functions over another, timed alike (crate::calltime). The struct_ops
+/// trampoline that calls a BPF program is outside its timed interval; a
+/// kernel function is called directly.
+fn timed_alike(pair: &Pair, bpf_cc: &str, ids: &[u32], bytes: u64) -> Result<TimedAlike> {
+    use crate::calltime::CallTimer;
+    let time = |timers: Vec<(String, CallTimer)>, cc: &str| -> Result<Vec<PerCall>> {
+        pair.transfer(cc, bytes)?;
+        let mut out = Vec::new();
+        for (program, t) in &timers {
+            let x = t.read()?;
+            if x.calls > 0 {
+                out.push(PerCall {
+                    program: program.clone(),
+                    ns: x.ns as f64 / x.calls as f64,
+                    calls: x.calls,
+                });
+            }
+        }
+        Ok(out)
+    };
+    // The Reno fallback's programs (dctcp_reno_*) are the floor's, not
+    // bpf_dctcp's: a socket of the floor's transfer may still call one.
+    let bpf = libbpf_rs::query::ProgInfoIter::default()
+        .filter(|p| ids.contains(&p.id) && !p.name.to_string_lossy().starts_with("dctcp_reno_"))
+        .map(|p| {
+            let name = p.name.to_string_lossy().into_owned();
+            Ok((name, CallTimer::program(p.id)?))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let bpf_dctcp = time(bpf, bpf_cc)?;
+    let kernel = KERNEL_DCTCP
+        .iter()
+        .map(|(op, f)| Ok((format!("{op} ({f})"), CallTimer::kernel(f)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let kernel_dctcp = time(kernel, "dctcp")?;
+    Ok(TimedAlike {
+        ms_per_gb: (
+            ms_per_gb(&bpf_dctcp, bytes),
+            ms_per_gb(&kernel_dctcp, bytes),
+        ),
+        bpf_dctcp,
+        kernel_dctcp,
+    })
 }
 
 fn algorithms(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<AlgorithmReport> {
@@ -524,6 +600,9 @@ fn algorithms(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<AlgorithmRepo
         report.per_call_unguarded = measure(&dctcp.name)?;
         loader::instance::set(&dctcp.name, &[guard("1")])?;
         report.floor_per_call = measure(&fallback)?;
+    }
+    if cfg.baselines.iter().any(|b| b == "dctcp") {
+        report.timed_alike = Some(timed_alike(&pair, &dctcp.name, &ids, cfg.bytes)?);
     }
     Ok(report)
 }
@@ -1099,6 +1178,29 @@ pub fn table(r: &BenchReport) -> String {
     for p in programs {
         let _ = writeln!(s, "{:<52} {:>10.1} {:>14}", p.program, p.ns, p.calls);
     }
+    if let Some(t) = &r.algorithms.timed_alike {
+        let _ = writeln!(
+            s,
+            "\n{:<52} {:>10} {:>14}",
+            "timed alike (fentry/fexit, no bpf_stats)", "ns/call", "calls"
+        );
+        for (who, calls) in [
+            ("bpf_dctcp", &t.bpf_dctcp),
+            ("kernel dctcp", &t.kernel_dctcp),
+        ] {
+            for p in calls.iter() {
+                let what = format!("{who}: {}", p.program);
+                let _ = writeln!(s, "{what:<52} {:>10.1} {:>14}", p.ns, p.calls);
+            }
+        }
+        let _ = writeln!(
+            s,
+            "in the algorithm per GB: bpf_dctcp {:.1} ms, kernel dctcp {:.1} ms ({:.2}x)",
+            t.ms_per_gb.0,
+            t.ms_per_gb.1,
+            t.ms_per_gb.0 / t.ms_per_gb.1
+        );
+    }
     if let Some(w) = &r.switch {
         for (costs, head, unit) in [
             (
@@ -1174,6 +1276,19 @@ mod tests {
         // A round at the goal meets it.
         assert_eq!(verdict(1.03, 1.1, 1.03), "UNRESOLVED");
         assert_eq!(verdict(1.0, 1.03, 1.03), "PASS");
+    }
+
+    #[test]
+    fn time_in_the_algorithm_per_gb_sums_every_operation() {
+        let op = |ns: f64, calls: u64| PerCall {
+            program: String::new(),
+            ns,
+            calls,
+        };
+        // 100 ns x 1,000,000 + 50 ns x 2,000,000 = 200 ms over 2 GB.
+        let ms = ms_per_gb(&[op(100.0, 1_000_000), op(50.0, 2_000_000)], 2_000_000_000);
+        assert!((ms - 100.0).abs() < 1e-9, "{ms}");
+        assert_eq!(ms_per_gb(&[], 1 << 30), 0.0);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! traffic, experiments, results and plots.
 
 pub mod bench;
+pub mod calltime;
 pub mod cc;
 pub mod cctrace;
 pub mod cleanup;

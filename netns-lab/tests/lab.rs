@@ -730,7 +730,7 @@ fn bench_measures_every_section_and_leaves_nothing() {
     let _serial = serial();
     let before = namespaces_with("dl");
     for (args, expect) in [
-        (&["bench", "--rounds", "0"][..], "1 to 50"),
+        (&["bench", "--rounds", "0"][..], "1 to 500"),
         (&["bench", "--mib", "0"], "1 to 65536"),
         (
             &["bench", "--baselines", "nosuch"],
