@@ -152,5 +152,7 @@ mod tests {
         let c = clsact_priority(Position::Last);
         let d = clsact_priority(Position::First);
         assert!(d < b && b < a && a < c, "{a} {b} {c} {d}");
+        // One step per attach either way: 16,000 of them fit below and above.
+        assert_eq!((b - d, c - a), (2, 2), "{a} {b} {c} {d}");
     }
 }
