@@ -81,6 +81,10 @@ pub struct FlowCheck {
     /// the ACK path (seen once in a suite run on this machine's 6.18,
     /// beside the known issue's repairs: README).
     pub starts: u64,
+    /// The guard's repairs of this flow's window (README, known issue).
+    /// A burst it repairs also delays the other flows behind it in the
+    /// queue, so whether a run was struck is `guard_repairs`' business.
+    pub repairs: u64,
     pub loss: LossReactions,
 }
 
@@ -303,6 +307,7 @@ impl CcTrace {
                     receiver_ce_pkts: r.map_or(0, |r| r.ce_pkts),
                     fallbacks: count(EV_FALLBACK),
                     starts: count(EV_START),
+                    repairs: count(EV_REPAIR),
                     loss: LossReactions::of(&mine),
                 }
             })

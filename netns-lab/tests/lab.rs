@@ -13,7 +13,7 @@ mod common;
 
 use common::{
     assert_near, assert_refused, json, lab, namespaces_with, outcome, processes, quick_queue,
-    require_root, row_numbers, run_quick_queue, serial, stderr, tmpdir, wait_until_gone,
+    require_root, row_numbers, run_quick_queue, serial, stderr, struck, tmpdir, wait_until_gone,
 };
 
 /// Starts lab in the background, stderr captured.
@@ -26,21 +26,12 @@ fn spawn_lab(args: &[&str]) -> std::process::Child {
         .unwrap()
 }
 
-/// Whether bpf_dctcp's guard repaired anything in this run.
-fn guarded(r: &Value) -> bool {
-    r["guard_repairs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|v| v.as_u64().unwrap() > 0)
-}
-
 /// DCTCP on a marking switch never overflows a 425-packet buffer, unless
 /// the kernel issue of README "Known issue" struck, which the guard counts
 /// in `guard_repairs`; then the run is reported, not asserted drop-free.
-fn assert_drop_free_unless_guarded(r: &Value) {
+fn assert_drop_free_unless_struck(r: &Value) {
     let repairs = &r["guard_repairs"];
-    if !guarded(r) {
+    if !struck(r) {
         assert_eq!(
             r["drops"], 0,
             "DCTCP dropped with no guard repair: {}",
@@ -492,7 +483,7 @@ fn two_labs_at_once_do_not_interfere() {
         let r = outcome(dir, "100M-bpf_dctcp-bpf-step");
         // Each lab's bottleneck saw only its own two flows, at its own rate.
         assert_eq!(r["rx"].as_array().unwrap().len(), 2, "{}", r["rx"]);
-        assert_drop_free_unless_guarded(&r);
+        assert_drop_free_unless_struck(&r);
         assert!(r["utilization"].as_f64().unwrap() > 0.9);
         // The queue level is not asserted here: two labs share two CPUs, which
         // is what this test is about, and what it measures is isolation.

@@ -198,3 +198,14 @@ pub fn workspace_bin(name: &str) -> std::path::PathBuf {
     );
     exe
 }
+
+/// Whether the known issue (README) struck a bpf_dctcp run: its guard
+/// repaired ssthresh or cwnd, or held sending after a burst
+/// (`guard_repairs` of an outcome or a summary row).
+pub fn struck(o: &serde_json::Value) -> bool {
+    o["guard_repairs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no guard_repairs: {o}"))
+        .iter()
+        .any(|v| v.as_u64().unwrap() > 0)
+}
