@@ -97,10 +97,10 @@ pub fn mean(x: &[f64]) -> f64 {
 }
 
 /// Standard deviation over mean (population), NaN for no values or a mean
-/// of 0.
+/// not above 0.
 pub fn cov(x: &[f64]) -> f64 {
     let m = mean(x);
-    if !(m > 0.0) {
+    if m.is_nan() || m <= 0.0 {
         return f64::NAN;
     }
     let var = x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / x.len() as f64;
