@@ -24,12 +24,13 @@ build:
 
 # Unit and integration tests on the running kernel (root), then the
 # stock-kernel VM tier, each followed by a leak check; ends with how many
-# tests ran, passed, failed and were ignored in each tier
+# tests ran, passed, failed and were ignored in each tier. One release
+# build (with overflow checks) serves every tier
 test: _root
     just _leftover-baseline
     tools/bpf-mutants --check
     mkdir -p target
-    cargo test --workspace 2>&1 | tee target/test-host.log
+    cargo test --release --workspace 2>&1 | tee target/test-host.log
     just check-leftovers
     just vm-test 6.12 2>&1 | tee target/test-vm.log
     just vm-test 6.1 2>&1 | tee target/test-vm61.log
