@@ -12,6 +12,25 @@ pub fn from_bytes<T: Copy + Default>(bytes: &[u8]) -> Option<T> {
         .then(|| unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
 }
 
+/// The field-wise sum of a per-CPU map value's copies, for a struct of u64
+/// counters only (nested structs of them included): the value the CPUs'
+/// counts add up to. None if a copy is shorter than `T`.
+pub fn sum_per_cpu<T: Copy + Default>(per_cpu: &[Vec<u8>]) -> Option<T> {
+    let size = std::mem::size_of::<T>();
+    assert_eq!(size % 8, 0, "sum_per_cpu: a struct of u64 counters only");
+    let mut sum = vec![0u64; size / 8];
+    for cpu in per_cpu {
+        if cpu.len() < size {
+            return None;
+        }
+        for (s, b) in sum.iter_mut().zip(cpu.chunks_exact(8)) {
+            *s += u64::from_ne_bytes(b.try_into().expect("8 bytes"));
+        }
+    }
+    let bytes: Vec<u8> = sum.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    from_bytes(&bytes)
+}
+
 /// The bytes of a plain C struct, to write into a map value.
 pub fn to_bytes<T: Copy>(value: &T) -> Vec<u8> {
     // SAFETY: T is a bindgen POD struct without padding-sensitive invariants.
@@ -19,4 +38,29 @@ pub fn to_bytes<T: Copy>(value: &T) -> Vec<u8> {
         std::slice::from_raw_parts((value as *const T).cast::<u8>(), std::mem::size_of::<T>())
     }
     .to_vec()
+}
+
+#[cfg(test)]
+mod sum_tests {
+    use super::*;
+
+    #[test]
+    fn per_cpu_counters_add_field_by_field_nested_ones_too() {
+        let cpu = |k: u64| {
+            let mut s = marker_stats {
+                pkts: k,
+                departures_lost: 2 * k,
+                ..Default::default()
+            };
+            s.not_ect.taildrop = 3 * k;
+            to_bytes(&s)
+        };
+        let sum: marker_stats = sum_per_cpu(&[cpu(1), cpu(10), cpu(100)]).unwrap();
+        assert_eq!(
+            (sum.pkts, sum.departures_lost, sum.not_ect.taildrop),
+            (111, 222, 333)
+        );
+        assert_eq!((sum.bytes, sum.ect.pkts), (0, 0));
+        assert!(sum_per_cpu::<marker_stats>(&[cpu(1), vec![0; 8]]).is_none());
+    }
 }

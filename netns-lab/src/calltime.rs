@@ -80,13 +80,12 @@ impl CallTimer {
             .times
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
             .context("call timer: empty map")?;
-        Ok(per_cpu
-            .iter()
-            .filter_map(|b| loader::intf::from_bytes::<intf::call_time>(b))
-            .fold(Timed::default(), |s, t| Timed {
-                calls: s.calls + t.calls,
-                ns: s.ns + t.ns,
-            }))
+        let t: intf::call_time = loader::intf::sum_per_cpu(&per_cpu)
+            .context("call timer: a value shorter than the struct")?;
+        Ok(Timed {
+            calls: t.calls,
+            ns: t.ns,
+        })
     }
 }
 

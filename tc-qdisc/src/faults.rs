@@ -103,19 +103,6 @@ impl From<fault_stats> for FaultCounts {
     }
 }
 
-/// Field-wise sum of per-CPU `struct fault_stats` values (all u64).
-fn sum_per_cpu(per_cpu: &[Vec<u8>]) -> fault_stats {
-    const N: usize = std::mem::size_of::<fault_stats>() / 8;
-    let mut sum = [0u64; N];
-    for cpu in per_cpu {
-        for (s, b) in sum.iter_mut().zip(cpu.chunks_exact(8)) {
-            *s += u64::from_ne_bytes(b.try_into().expect("8 bytes"));
-        }
-    }
-    let bytes: Vec<u8> = sum.iter().flat_map(|v| v.to_ne_bytes()).collect();
-    loader::intf::from_bytes(&bytes).expect("fault_stats is all u64")
-}
-
 /// A faulty link, attached for as long as this value lives.
 pub struct FaultyLink {
     _links: Vec<Attached>,
@@ -194,7 +181,9 @@ impl FaultyLink {
             .stats
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
             .context("fault stats: empty map")?;
-        Ok(sum_per_cpu(&per_cpu).into())
+        loader::intf::sum_per_cpu::<fault_stats>(&per_cpu)
+            .map(Into::into)
+            .context("fault_stats: a value shorter than the struct")
     }
 }
 
@@ -242,7 +231,9 @@ mod tests {
             };
             loader::intf::to_bytes(&s)
         };
-        let sum: FaultCounts = sum_per_cpu(&[cpu(1), cpu(10)]).into();
+        let sum: FaultCounts = loader::intf::sum_per_cpu::<fault_stats>(&[cpu(1), cpu(10)])
+            .unwrap()
+            .into();
         assert_eq!((sum.seen, sum.dropped, sum.detour_failed), (11, 22, 33));
         assert_eq!(sum.reordered, 0);
     }

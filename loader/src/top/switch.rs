@@ -89,36 +89,7 @@ pub fn sum_stats(map: &MapHandle) -> Result<marker_stats> {
     let per_cpu = map
         .lookup_percpu(&KEY0, MapFlags::ANY)?
         .context("marker_stats: empty map")?;
-    Ok(per_cpu
-        .iter()
-        .filter_map(|b| intf::from_bytes::<marker_stats>(b))
-        .fold(marker_stats::default(), |acc, s| add(&acc, &s)))
-}
-
-/// Field-wise sum, for the per-CPU counters.
-pub fn add(a: &marker_stats, b: &marker_stats) -> marker_stats {
-    marker_stats {
-        pkts: a.pkts + b.pkts,
-        bytes: a.bytes + b.bytes,
-        marked: a.marked + b.marked,
-        dropped: a.dropped + b.dropped,
-        taildrop: a.taildrop + b.taildrop,
-        ce_in: a.ce_in + b.ce_in,
-        ring_full: a.ring_full + b.ring_full,
-        departed: a.departed + b.departed,
-        departures_lost: a.departures_lost + b.departures_lost,
-        ect: add_class(&a.ect, &b.ect),
-        not_ect: add_class(&a.not_ect, &b.not_ect),
-    }
-}
-
-fn add_class(a: &intf::class_counts, b: &intf::class_counts) -> intf::class_counts {
-    intf::class_counts {
-        pkts: a.pkts + b.pkts,
-        marked: a.marked + b.marked,
-        dropped: a.dropped + b.dropped,
-        taildrop: a.taildrop + b.taildrop,
-    }
+    intf::sum_per_cpu(&per_cpu).context("marker_stats: a value shorter than the struct")
 }
 
 /// CLOCK_MONOTONIC in ns, the clock of bpf_ktime_get_ns().
