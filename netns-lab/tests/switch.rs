@@ -522,3 +522,55 @@ fn the_probe_samples_one_arrival_in_n_at_random_gaps() {
         "samples out of time order"
     );
 }
+
+/// This kernel's (major, minor), read apart from the code under test.
+fn kernel() -> (u32, u32) {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut parts = release
+        .trim()
+        .split(['.', '-'])
+        .map(|p| p.parse().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+/// What bpftool lists on the tc hooks of `dev` in namespace `ns`.
+fn tc_hooks(ns: &str, dev: &str) -> String {
+    let o = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "bpftool", "net", "show", "dev", dev])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// On 6.6 and later the switch's probe rides tcx egress of the bottleneck
+/// and the receiver's counter tcx ingress: links the kernel detaches with
+/// the program, not the clsact filters a 6.1 gets (`vm.rs`'s
+/// `before_tcx_*` tests the other side).
+#[test]
+fn from_6_6_the_probe_and_the_counter_ride_tcx_not_clsact() {
+    require_root();
+    if kernel() < (6, 6) {
+        eprintln!(
+            "kernel {:?} has no tcx: the 6.1 VM tier tests clsact",
+            kernel()
+        );
+        return;
+    }
+    let (star, sw) = switch_at_1mbit(Backend::BpfStep { k: 10 }, false);
+    let at_switch = tc_hooks(star.switch.name(), &star.bottleneck_if);
+    let at_receiver = tc_hooks(star.receiver.ns.name(), &star.receiver.ifname);
+    assert!(
+        at_switch.contains("tcx/egress") && !at_switch.contains("clsact"),
+        "the bottleneck's hooks: {at_switch}"
+    );
+    assert!(
+        at_receiver.contains("tcx/ingress") && !at_receiver.contains("clsact"),
+        "the receiver's hooks: {at_receiver}"
+    );
+    drop(sw);
+    assert!(
+        !tc_hooks(star.switch.name(), &star.bottleneck_if).contains("tcx/"),
+        "the probe outlived its switch"
+    );
+}
