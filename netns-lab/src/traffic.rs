@@ -71,12 +71,17 @@ pub struct FlowResult {
     /// the start of the run (None: nothing arrived).
     pub first_byte_s: Option<f64>,
     pub last_byte_s: Option<f64>,
+    /// The connection was gone when the sender closed it: its receiver gave
+    /// up on a flow silent 15 s past the run's end (a retransmission
+    /// timeout backed off that far) and reset it.
+    pub reset_at_close: bool,
 }
 
 struct SenderEnd {
     sport: u16,
     cc_used: String,
     info: TcpInfo,
+    reset_at_close: bool,
 }
 
 /// The most a receiver listening with `window_clamp` bytes can ever
@@ -184,19 +189,45 @@ fn send_between(
     }
     let info = tcpinfo::read(s.as_fd())?;
     let cc_used = loader::sockopt::congestion(s.as_fd())?;
+    let mut reset_at_close = false;
     if abort {
         s.set_linger(Some(Duration::ZERO))?;
         drop(s);
     } else {
-        s.shutdown(Shutdown::Write)?;
-        let mut sink = [0u8; 64];
-        while s.read(&mut sink)? > 0 {}
+        reset_at_close = !close_and_drain(&mut s)?;
     }
     Ok(Some(SenderEnd {
         sport,
         cc_used,
         info,
+        reset_at_close,
     }))
+}
+
+/// Closes the sending side and reads until the receiver closes its own:
+/// true, or false if the receiver had already reset the connection (it
+/// gives up on a flow that stays silent long after the run; see `receive`).
+fn close_and_drain(s: &mut Socket) -> Result<bool> {
+    let gone = |e: &std::io::Error| {
+        matches!(
+            e.kind(),
+            ErrorKind::ConnectionReset | ErrorKind::NotConnected
+        )
+    };
+    match s.shutdown(Shutdown::Write) {
+        Err(e) if gone(&e) => return Ok(false),
+        r => r?,
+    }
+    let mut sink = [0u8; 64];
+    loop {
+        match s.read(&mut sink) {
+            Ok(0) => return Ok(true),
+            Ok(_) => {}
+            Err(e) if gone(&e) => return Ok(false),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// What a receiver saw of its flow.
@@ -351,11 +382,18 @@ pub fn run_bulk(
             .join()
             .map_err(|_| anyhow!("sender thread panicked"))??
             .with_context(|| format!("flow {i} ({})", f.cc))?;
-        let (sport, cc_used, info) = match end {
-            Some(e) => (e.sport, e.cc_used, e.info),
+        let (sport, cc_used, info, reset_at_close) = match end {
+            Some(e) => (e.sport, e.cc_used, e.info, e.reset_at_close),
             // Stopped before it was due to start.
-            None => (0, f.cc.clone(), TcpInfo::default()),
+            None => (0, f.cc.clone(), TcpInfo::default(), false),
         };
+        if reset_at_close {
+            eprintln!(
+                "lab: flow {i} ({}) was still stalled 15 s after the run and its receiver reset it; \
+                 its series shows when it went silent",
+                f.cc
+            );
+        }
         out.push(FlowResult {
             sender: f.sender,
             cc: f.cc.clone(),
@@ -369,6 +407,7 @@ pub fn run_bulk(
             receiver_max_window: 0,
             first_byte_s: None,
             last_byte_s: None,
+            reset_at_close,
         });
     }
     let since_start = |ns: Option<u64>| ns.map(|t| t.saturating_sub(start_ns) as f64 / 1e9);
@@ -415,5 +454,33 @@ mod tests {
         assert!(max_window_after_transfer(None) > 1 << 20);
         assert_eq!(advertised_cap_bytes(20 * 1448), 65535);
         assert_eq!(advertised_cap_bytes(64 * 1448), 65535 << 1);
+    }
+
+    /// A sender whose receiver has reset the connection (as `receive` does
+    /// to a flow silent past its deadline) closes without an error and says
+    /// so; one whose receiver closes in order says that.
+    #[test]
+    fn closing_after_the_receiver_reset_the_connection_is_reported_not_an_error() {
+        for reset in [true, false] {
+            let l = listener("reno", SocketAddr::from(([127, 0, 0, 1], 0)), None).unwrap();
+            let addr = l.local_addr().unwrap();
+            let mut c = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+            c.connect(&addr).unwrap();
+            let (peer, _) = l.accept().unwrap();
+            if reset {
+                peer.set_linger(Some(Duration::ZERO)).unwrap();
+                drop(peer);
+                // The reset arrives before the sender closes, as when the
+                // receiver gave up on a stalled flow.
+                std::thread::sleep(Duration::from_millis(50));
+            } else {
+                std::thread::spawn(move || {
+                    let mut peer = peer;
+                    let mut sink = [0u8; 64];
+                    while peer.read(&mut sink).unwrap() > 0 {}
+                });
+            }
+            assert_eq!(close_and_drain(&mut c).unwrap(), !reset, "reset {reset}");
+        }
     }
 }
