@@ -23,21 +23,26 @@ build:
     cargo build --release --workspace
 
 # Unit and integration tests on the running kernel (root), then the
-# stock-kernel VM tier, each followed by a leak check; ends with how many
+# stock-kernel VM tiers, each followed by a leak check; ends with how many
 # tests ran, passed, failed and were ignored in each tier. One release
-# build (with overflow checks) serves every tier
+# build (with overflow checks) serves every tier. A failing tier does not
+# stop the others: the run fails at the end, with every failure in its log
 test: _root
-    just _leftover-baseline
-    tools/bpf-mutants --check
+    #!/usr/bin/env bash
+    set -uo pipefail
+    just _leftover-baseline && tools/bpf-mutants --check || exit 1
     mkdir -p target
-    cargo test --release --workspace 2>&1 | tee target/test-host.log
-    just check-leftovers
-    just vm-test 6.12 2>&1 | tee target/test-vm.log
-    just vm-test 6.1 2>&1 | tee target/test-vm61.log
-    just check-leftovers
+    r=0
+    cargo test --release --workspace --no-fail-fast 2>&1 | tee target/test-host.log || r=1
+    just check-leftovers || r=1
+    just vm-test 6.12 2>&1 | tee target/test-vm.log || r=1
+    just vm-test 6.1 2>&1 | tee target/test-vm61.log || r=1
+    just check-leftovers || r=1
     just _test-counts "host (this kernel)" target/test-host.log
     just _test-counts "stock-kernel VM, Debian 6.12" target/test-vm.log
     just _test-counts "stock-kernel VM, Debian 6.1" target/test-vm61.log
+    if [ "$r" != 0 ]; then echo "just test: FAILED (the failures are above, and in target/test-*.log)" >&2; fi
+    exit $r
 
 # Sums cargo's "test result:" lines of a log: TIER: ran, passed, failed, ignored
 _test-counts TIER LOG:
