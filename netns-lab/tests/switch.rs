@@ -14,6 +14,10 @@ use tc_qdisc::intf::{
 };
 use tc_qdisc::{Backend, Bottleneck, BpfSwitch};
 
+mod common;
+
+use common::kernel;
+
 const BURST: usize = 60;
 const BUFFER: u32 = 50;
 
@@ -521,16 +525,6 @@ fn the_probe_samples_one_arrival_in_n_at_random_gaps() {
         samples.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns),
         "samples out of time order"
     );
-}
-
-/// This kernel's (major, minor), read apart from the code under test.
-fn kernel() -> (u32, u32) {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-    let mut parts = release
-        .trim()
-        .split(['.', '-'])
-        .map(|p| p.parse().unwrap_or(0));
-    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
 }
 
 /// What bpftool lists on the tc hooks of `dev` in namespace `ns`.

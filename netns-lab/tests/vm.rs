@@ -14,6 +14,10 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod common;
+
+use common::kernel;
+
 const RATE: &str = "20M";
 
 /// Fails a test run outside the VM: this tier's figures are the stock
@@ -23,14 +27,6 @@ fn require_vm() {
         std::env::var_os("DCTCP_BPF_VM").is_some(),
         "a stock-kernel VM test outside the VM (DCTCP_BPF_VM unset): `just vm-test` runs it"
     );
-}
-
-/// The running kernel, (major, minor).
-fn kernel() -> (u32, u32) {
-    let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-    let mut it = r.trim().split(|c: char| !c.is_ascii_digit());
-    let mut next = || it.next().unwrap().parse().unwrap();
-    (next(), next())
 }
 
 /// Fails a `before_tcx_*` test on a kernel with tcx, where it would test

@@ -209,3 +209,12 @@ pub fn struck(o: &serde_json::Value) -> bool {
         .iter()
         .any(|v| v.as_u64().unwrap() > 0)
 }
+
+/// The running kernel, (major, minor), read from /proc apart from the code
+/// under test.
+pub fn kernel() -> (u32, u32) {
+    let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut it = r.trim().split(|c: char| !c.is_ascii_digit());
+    let mut next = || it.next().unwrap().parse().unwrap();
+    (next(), next())
+}
