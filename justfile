@@ -44,9 +44,11 @@ test: _root
     if [ "$r" != 0 ]; then echo "just test: FAILED (the failures are above, and in target/test-*.log)" >&2; fi
     exit $r
 
-# Sums cargo's "test result:" lines of a log: TIER: ran, passed, failed, ignored
+# Sums cargo's "test result:" lines of a log: TIER: ran, passed, failed,
+# ignored, and skipped (a test that found it cannot run here prints
+# `SKIP <test>: <why>` and passes; it is counted as skipped, not passed)
 _test-counts TIER LOG:
-    @awk -v tier="{{TIER}}" '/^test result:/ { for (i = 1; i < NF; i++) { w = $(i + 1); if (w ~ /^passed/) p += $i; else if (w ~ /^failed/) f += $i; else if (w ~ /^ignored/) g += $i } } END { printf "%s: %d tests ran, %d passed, %d failed, %d ignored\n", tier, p + f, p, f, g }' {{LOG}}
+    @awk -v tier="{{TIER}}" '/^test result:/ { for (i = 1; i < NF; i++) { w = $(i + 1); if (w ~ /^passed/) p += $i; else if (w ~ /^failed/) f += $i; else if (w ~ /^ignored/) g += $i } } /^SKIP / { s++; print "  " $0 } END { printf "%s: %d tests ran, %d passed, %d failed, %d ignored, %d skipped\n", tier, p - s + f, p - s, f, g, s }' {{LOG}}
 
 # Queue occupancy, DCTCP against TCP (paper Fig. 1): `just lab-queue --quick`, `lab queue --help`
 lab-queue *ARGS: _root

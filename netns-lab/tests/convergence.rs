@@ -216,7 +216,7 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue() {
             (median(changes(r, "smoothed_s")), 0.1),
             (never(r, "convergence_s") as f64, 1.0),
             (never(r, "smoothed_s") as f64, 1.0),
-            (4.0, 1.0),
+            (changes(r, "convergence_s").len() as f64, 1.0),
             (cov, 1e-3),
             (min_jain(r), 1e-3),
             (num(&r["drops"]), 1.0),

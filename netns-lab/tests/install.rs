@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{require_root, serial, stderr, tmpdir, workspace_bin};
+use common::{require_root, serial, skip, stderr, tmpdir, workspace_bin};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -246,7 +246,7 @@ fn deb_installs_runs_and_purges_to_nothing() {
         .output()
         .unwrap();
     if installed.status.success() {
-        eprintln!("dctcp-bpf is installed on this machine: not replacing it; test skipped");
+        skip("dctcp-bpf is installed on this machine (someone's): not replacing it");
         return;
     }
     let bins = bin_dir();

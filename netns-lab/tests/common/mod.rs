@@ -11,6 +11,17 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Reports a test that cannot run here as skipped: a line `SKIP <test>:
+/// <why>` on the real stderr (libtest captures only `eprintln!`, and a
+/// passing test's captured output is never shown), which `just test`'s
+/// counts subtract from the passed and report as skipped. The caller
+/// returns at once.
+pub fn skip(why: &str) {
+    use std::io::Write;
+    let name = std::thread::current().name().unwrap_or("?").to_string();
+    let _ = writeln!(std::io::stderr(), "SKIP {name}: {why}");
+}
+
 pub fn require_root() {
     assert_eq!(
         unsafe { libc::geteuid() },
