@@ -312,11 +312,13 @@ static __always_inline void dctcp_core_guard(struct sock *sk, struct dctcp_stats
 	if (ssthresh != TCP_INFINITE_SSTHRESH &&
 	    ((reducing && tp->prior_cwnd && ssthresh > dctcp_max_ssthresh(sk)) ||
 	     ssthresh >= DCTCP_CWND_SANE)) {
+		stats->found_ssthresh = ssthresh;
 		tp->snd_ssthresh = ssthresh = dctcp_expected_ssthresh(sk);
 		__sync_fetch_and_add(&stats->ssthresh_repairs, 1);
 		dctcp_trace_repair(sk, DCTCP_REPAIR_SSTHRESH, stats);
 	}
 	if (tp->snd_cwnd >= DCTCP_CWND_SANE) {
+		stats->found_cwnd = tp->snd_cwnd;
 		tp->snd_cwnd = ssthresh < DCTCP_CWND_SANE ? max(ssthresh, 2U) :
 							    max(dctcp_expected_ssthresh(sk), 2U);
 		__sync_fetch_and_add(&stats->cwnd_repairs, 1);

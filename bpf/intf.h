@@ -85,6 +85,8 @@ struct dctcp_stats {
 	u64 cwr_growth;       /* kdctcp: ssthresh raised by one segment inside CWR */
 	u64 events;           /* trace events the programs tried to emit */
 	u64 events_dropped;   /* of those, lost because the ring was full */
+	u64 found_ssthresh;   /* the impossible ssthresh the guard last repaired, as found (0: none) */
+	u64 found_cwnd;       /* the impossible cwnd the guard last reset, as found (0: none) */
 };
 
 /*

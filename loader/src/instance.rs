@@ -395,6 +395,10 @@ pub struct Instance {
     pub cwr_growth: u64,
     pub events: u64,
     pub events_dropped: u64,
+    /// The impossible ssthresh and cwnd the guard last repaired, as it
+    /// found them (0: none), README "Known issue".
+    pub found_ssthresh: u64,
+    pub found_cwnd: u64,
     pub pin: String,
     #[serde(skip)]
     pub params_raw: dctcp_params,
@@ -493,6 +497,8 @@ pub fn describe(dir: &InstanceDir) -> Result<Instance> {
         cwr_growth: s.cwr_growth,
         events: s.events,
         events_dropped: s.events_dropped,
+        found_ssthresh: s.found_ssthresh,
+        found_cwnd: s.found_cwnd,
         pin: dir.path.display().to_string(),
         params_raw: p,
     })

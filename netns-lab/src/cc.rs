@@ -38,6 +38,12 @@ impl LabCc {
         let i = instance::describe(&loader::bpffs::InstanceDir::new(&self.name))?;
         Ok((i.ssthresh_repairs, i.cwnd_repairs, i.inflight_holds))
     }
+
+    /// The impossible (ssthresh, cwnd) the guard last repaired, as found.
+    pub fn found(&self) -> Result<(u64, u64)> {
+        let i = instance::describe(&loader::bpffs::InstanceDir::new(&self.name))?;
+        Ok((i.found_ssthresh, i.found_cwnd))
+    }
 }
 
 /// An experiment's algorithms by the names its sockets use: `bpf_dctcp` is

@@ -129,6 +129,9 @@ pub struct Outcome {
     /// ssthresh and cwnd values repaired and transmissions held by bpf_dctcp's
     /// guard during the run (README "Known issue"); filled by the experiment.
     pub guard_repairs: (u64, u64, u64),
+    /// The last impossible ssthresh and cwnd those repairs found, as found
+    /// (0: none in this run), so a run anywhere reports the value itself.
+    pub guard_found: (u64, u64),
     /// The recorded stream beside the receiver's counts (traced runs only).
     pub trace_check: Option<TraceCheck>,
     /// Completion times of the short flows, if the scenario had them.
@@ -416,6 +419,7 @@ pub fn run(
             receiver_ce: rx_ce,
         },
         guard_repairs: (0, 0, 0),
+        guard_found: (0, 0),
         trace_check: None,
         short_fct: short.as_deref().map(FctSummary::of),
         softirq_share,

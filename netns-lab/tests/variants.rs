@@ -241,6 +241,13 @@ fn the_guard_repairs_an_injected_ssthresh_and_the_flows_go_on() {
         .filter(|e| is(e, EV_REPAIR) && u32::from(e.value) == REPAIR_SSTHRESH)
         .count() as u64;
     assert_eq!(ssthresh_repairs, traced, "every counted repair is traced");
+    // The value itself is kept as found (the last repaired: an injected
+    // one, or the kernel issue's own), never the repaired one.
+    let (found, _) = cc.found().unwrap();
+    assert!(
+        found > 1 << 16,
+        "found ssthresh {found:#x} after {ssthresh_repairs} repairs"
+    );
     for flow in per_sender(&run) {
         let cuts: Vec<usize> = (0..flow.len())
             .filter(|&i| is(&flow[i], EV_STATE) && (2..=4).contains(&flow[i].value))

@@ -97,6 +97,13 @@ pub fn run_scenario(
     let mut run = scenario::run(scn, stop, |t| bar.set_position(t.as_millis() as u64))?;
     let after = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
     run.outcome.guard_repairs = (after.0 - before.0, after.1 - before.1, after.2 - before.2);
+    if let Some(cc) = ours.filter(|_| run.outcome.guard_repairs.0 + run.outcome.guard_repairs.1 > 0) {
+        let (s, c) = cc.found()?;
+        run.outcome.guard_found = (
+            if run.outcome.guard_repairs.0 > 0 { s } else { 0 },
+            if run.outcome.guard_repairs.1 > 0 { c } else { 0 },
+        );
+    }
     bar.finish_and_clear();
     if stop.load(Ordering::Relaxed) {
         bail!("interrupted");
@@ -230,5 +237,19 @@ pub fn repairs_note(r: (u64, u64, u64)) -> String {
     match r {
         (0, 0, 0) => String::new(),
         (s, c, h) => format!(", guard repairs {s}/{c}/{h} (README: Known issue)"),
+    }
+}
+
+/// The impossible values the guard found, for a run's line: empty if none.
+pub fn found_note((s, c): (u64, u64)) -> String {
+    let v: Vec<String> = [("ssthresh", s), ("cwnd", c)]
+        .iter()
+        .filter(|(_, v)| *v != 0)
+        .map(|(what, v)| format!("{what} {v:#x}"))
+        .collect();
+    if v.is_empty() {
+        String::new()
+    } else {
+        format!(", found {}", v.join(" and "))
     }
 }

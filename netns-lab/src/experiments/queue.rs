@@ -17,7 +17,7 @@ use tc_qdisc::{Backend, Bottleneck};
 use crate::cc::Algorithms;
 use crate::cctrace::CcTrace;
 use crate::delay::{datacenter_rtt, RoundTrip, RttArgs};
-use crate::experiments::{repairs_note, run_scenario, table_header, StarArgs};
+use crate::experiments::{found_note, repairs_note, run_scenario, table_header, StarArgs};
 use crate::faults::FaultArgs;
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
@@ -295,7 +295,7 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
                 plot_sawtooth(&dir, cfg, &outcome, &samples, t)?;
             }
             eprintln!(
-                "{} {:<20}: queue mean {:.1} p95 {:.0} pkts, util {:.1}%, drops {}, marks {}{}",
+                "{} {:<20}: queue mean {:.1} p95 {:.0} pkts, util {:.1}%, drops {}, marks {}{}{}",
                 fmt_rate(rate),
                 v.label(),
                 outcome.queue.mean,
@@ -303,7 +303,8 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
                 outcome.utilization * 100.0,
                 outcome.drops,
                 outcome.marks,
-                repairs_note(outcome.guard_repairs)
+                repairs_note(outcome.guard_repairs),
+                found_note(outcome.guard_found)
             );
             if let Some(tc) = &outcome.trace_check {
                 eprintln!("{}", trace_line(tc));
@@ -658,7 +659,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
             .collect();
         let _ = writeln!(
             s,
-            "| {} | {} | {:.1} | {:.0}-{:.0} | {} | {} | {:.0} | {:.1}% | {:.1}% | {} | {} | {:.2}% | {} | {} / {} / {} | {} | {:.0}% |",
+            "| {} | {} | {:.1} | {:.0}-{:.0} | {} | {} | {:.0} | {:.1}% | {:.1}% | {} | {} | {:.2}% | {} | {} / {} / {}{} | {} | {:.0}% |",
             fmt_rate(o.rate_bps),
             o.label,
             o.queue.mean,
@@ -680,6 +681,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
             o.guard_repairs.0,
             o.guard_repairs.1,
             o.guard_repairs.2,
+            found_note(o.guard_found),
             rwnd_cell(o),
             o.softirq_share * 100.0
         );
@@ -688,7 +690,8 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
         s,
         "\nGuard repairs: ssthresh / cwnd values bpf_dctcp found impossible and recomputed, and transmissions it \
          held while far more was in flight than the reduction started from (the kernel issue in the README); \
-         0 / 0 / 0 means the run never met it.\n"
+         0 / 0 / 0 means the run never met it. \"found\" is the last impossible value repaired, as the guard \
+         found it (on the AMD hosts here a stale return address of the kernel's SRSO return thunk).\n"
     );
     if cfg.rwnd_clamp_pkts > 0 {
         let _ = writeln!(
