@@ -34,6 +34,7 @@ test: _root
     mkdir -p target
     r=0
     cargo test --release --workspace --no-fail-fast 2>&1 | tee target/test-host.log || r=1
+    tools/bpf-stack-check 2>&1 | tee -a target/test-host.log || r=1
     just check-leftovers || r=1
     just vm-test 6.12 2>&1 | tee target/test-vm.log || r=1
     just vm-test 6.1 2>&1 | tee target/test-vm61.log || r=1
@@ -42,6 +43,31 @@ test: _root
     just _test-counts "stock-kernel VM, Debian 6.12" target/test-vm.log
     just _test-counts "stock-kernel VM, Debian 6.1" target/test-vm61.log
     if [ "$r" != 0 ]; then echo "just test: FAILED (the failures are above, and in target/test-*.log)" >&2; fi
+    exit $r
+
+# The fast tier for working (about 2 minutes after a build): every unit
+# test, the loader's integration tests, the switch, probe, round-trip and
+# docs tests, every lab test that refuses bad input, and the BPF stack
+# check; no experiment's long run and no VM. Binaries run one after another
+# (each experiment's namespaces and timing must not share the CPUs); unit
+# tests run in parallel. `just test` stays the gate
+test-fast: _root
+    #!/usr/bin/env bash
+    set -uo pipefail
+    mkdir -p target
+    start=$(date +%s)
+    (
+        r=0
+        cargo test --release --workspace --lib --bins || r=1
+        cargo test --release -p loader --tests --no-fail-fast || r=1
+        cargo test --release -p netns-lab --no-fail-fast --test switch --test probe --test rtt --test docs || r=1
+        cargo test --release -p netns-lab --tests --no-fail-fast -- refuse refused exit_2 lacks_says || r=1
+        tools/bpf-stack-check || r=1
+        exit $r
+    ) 2>&1 | tee target/test-fast.log
+    r=${PIPESTATUS[0]}
+    just _test-counts "fast tier (this kernel)" target/test-fast.log
+    echo "just test-fast: $(( $(date +%s) - start )) s"
     exit $r
 
 # Sums cargo's "test result:" lines of a log: TIER: ran, passed, failed,
