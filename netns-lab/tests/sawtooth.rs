@@ -57,6 +57,13 @@ fn sawtooth_peaks_near_k_plus_n_with_unsynchronized_flows() {
         top(ten),
         top(two)
     );
+    // And Qmax = K + N at N = 10 itself, within the band those eight runs
+    // allow (26-30 against 30): 2 below their lowest, 4 above their highest.
+    assert!(
+        (24.0..=34.0).contains(&top(ten)),
+        "N = 10 cycle top {}, K + N = 30",
+        top(ten)
+    );
     // Not synchronized, as seed 000 found: the two flows' cwnd correlate
     // at most weakly (runs: -0.40 to -0.04), far from the analysis's 1.
     let sync = f(two, &["synchrony", "mean_correlation"]);

@@ -194,8 +194,8 @@ fn bpf_dctcp_agrees_with_the_kernels_dctcp() {
 /// sender ports, and the lab's delay element, which this kernel could do
 /// without): each sender's round trip, probed on an idle path before the
 /// run, is its own: at least what was configured less the path's own
-/// round trip (which the lab subtracted), at most 15 % above it (TCG adds
-/// 100-200 us), and no flow ever measures less than it asked for. (The flows' min RTT is
+/// round trip (which the lab subtracted), at most 1 ms above it, and no
+/// flow ever measures less than it asked for. (The flows' min RTT is
 /// not bounded above here: at 20 Mbit/s every data packet spends 600 us on
 /// the wire and DCTCP holds 10 ms of queue, so it read 4.3 ms with 2 ms of
 /// delay under TCG; the host's tests bound it.)
@@ -225,12 +225,28 @@ fn both_delay_backends_give_each_sender_its_round_trip() {
             // (element: base 299-346 us; the 2 ms sender probed 1886-2019
             // us in three runs, 1977-2109 in four earlier ones), which a
             // bound of 5 % below `want` crossed once (1886 us).
+            //
+            // Above `want`, the probe reads how much slower TCG's path is
+            // now than when `base` was taken. A bound of 15 % (300 us for
+            // the 2 ms sender) failed a fresh clone's suite on another
+            // machine: netem, 2393 us, base 133 us (2026-11-27). 1 ms is
+            // half the shorter round trip: what the test names still fails
+            // it (a delay added twice puts sender 0 at 3.9 ms, the senders'
+            // delays swapped puts it at 10 ms, none at the base). Spread
+            // over 10 runs of this test in the 6.12 VM here (2026-11-27,
+            // both backends, 20 probes per sender): sender 0 from 90 us
+            // below `want` to 142 above, sender 1 from 113 to 525 above;
+            // the bound is twice the worst of those and the CI run's 393.
             let base = rtt["path_base_us"].as_f64().unwrap();
             assert!(
-                got >= want - base && got <= want * 1.15,
+                got >= want - base && got <= want + 1000.0,
                 "{backend}: sender {sender} probed {got} us, configured {want} (path base {base} us)"
             );
         }
+        // A flow's min RTT is `want - base` plus the path now plus a data
+        // segment's 600 us on the 20 Mbit/s wire: it falls under `want` only
+        // if `base` read over 600 us (10 runs: base 43-268 us, min RTT
+        // 155-2567 us above 99 % of `want` for sender 0, 198-4144 for 1).
         for f in rtt["flows"].as_array().unwrap() {
             let sender = f["sender"].as_u64().unwrap();
             let got = f["min_rtt_us"].as_f64().unwrap();

@@ -62,13 +62,16 @@ pub struct QueueArgs {
     pub no_trace: bool,
     /// Clamp each receiver's window at this many packets
     /// (TCP_WINDOW_CLAMP) in the runs on a marking backend; 0 for none.
-    /// The window scale the handshake then picks bounds the window for
-    /// good at under twice this (90 packets for 64). DCTCP's window
-    /// stays far below it; it stops a window corrupted by the kernel
-    /// issue (README) from bursting into the buffer. Droptail runs are
-    /// never capped: TCP needs its full window to build the sawtooth.
-    #[arg(long, default_value_t = 64)]
-    pub rwnd_clamp: u32,
+    /// Default: per rate, twice the most one DCTCP flow can hold there
+    /// (C x RTT + K packets), and at least 64: 64 up to about 1.4 Gbit/s
+    /// at 100 us with K = 20, 298 at 10 Gbit/s with K = 65, so it never
+    /// limits a flow's rate. The window scale the handshake then picks bounds the window
+    /// for good at under twice the clamp (90 packets for 64); it stops a
+    /// window corrupted by the kernel issue (README) from bursting into
+    /// the buffer. Droptail runs are never capped: TCP needs its full
+    /// window to build the sawtooth.
+    #[arg(long, value_name = "PKTS")]
+    pub rwnd_clamp: Option<u32>,
     #[command(
         flatten,
         next_help_heading = "Faults between the switch and the receiver"
@@ -118,8 +121,9 @@ pub struct QueueConfig {
     pub access_rate_bps: Option<u64>,
     /// Record bpf_dctcp's live trace in its runs.
     pub trace: bool,
-    /// Receive-window cap of the runs on a marking backend, packets (0: none).
-    pub rwnd_clamp_pkts: u32,
+    /// Receive-window cap of the runs on a marking backend, packets (0:
+    /// none; absent: per rate, `default_rwnd_clamp_pkts`).
+    pub rwnd_clamp_pkts: Option<u32>,
     /// Faults between the switch and the receiver, in every run.
     pub faults: FaultArgs,
 }
@@ -130,6 +134,35 @@ pub const SEGMENT_BYTES: u32 = 1448;
 
 /// The largest `--rwnd-clamp`: 16 K packets, 24 MB of window.
 pub const RWND_CLAMP_MAX_PKTS: u32 = 1 << 14;
+
+/// The smallest default clamp: it keeps a window the kernel issue corrupts
+/// from bursting more than 90 packets per flow into the buffer.
+pub const RWND_CLAMP_FLOOR_PKTS: u32 = 64;
+
+/// The default receive-window cap at `rate_bps` over `rtt` with threshold
+/// `k`: twice the window one DCTCP flow can hold there (the path's C x RTT
+/// plus a queue at K), so the cap never limits a flow's rate, and never
+/// under RWND_CLAMP_FLOOR_PKTS.
+pub fn default_rwnd_clamp_pkts(rate_bps: u64, rtt: Duration, k: u32) -> u32 {
+    let bdp = crate::delay::bdp_pkts(rate_bps, rtt).ceil() as u32;
+    (2 * (bdp + k)).clamp(RWND_CLAMP_FLOOR_PKTS, RWND_CLAMP_MAX_PKTS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_clamp_grows_with_the_path_and_keeps_its_floor() {
+        let us = Duration::from_micros;
+        // The seed's pairs: C x RTT + K well under 32 packets.
+        assert_eq!(default_rwnd_clamp_pkts(100_000_000, us(500), 20), 64);
+        assert_eq!(default_rwnd_clamp_pkts(1_000_000_000, us(100), 20), 64);
+        // 10 Gbit/s, 100 us, K = 65: C x RTT is 83.3 packets of 1500 bytes.
+        assert_eq!(default_rwnd_clamp_pkts(10_000_000_000, us(100), 65), 2 * (84 + 65));
+        assert_eq!(default_rwnd_clamp_pkts(100_000_000_000, us(10_000), 65), RWND_CLAMP_MAX_PKTS);
+    }
+}
 
 /// One line of the comparison: an algorithm on a backend.
 #[derive(Clone, Debug, Serialize)]
@@ -202,6 +235,18 @@ impl QueueConfig {
     pub fn round_trip(&self, rate_bps: u64) -> Option<RoundTrip> {
         self.rtt.or(Some(datacenter_rtt(rate_bps)))
     }
+
+    /// The receive-window cap, packets, of a marking run at `rate_bps`
+    /// (0: none): `--rwnd-clamp`, or the default for the run's longest
+    /// round trip.
+    pub fn rwnd_clamp_at(&self, rate_bps: u64) -> u32 {
+        self.rwnd_clamp_pkts.unwrap_or_else(|| {
+            let rtt = self
+                .round_trip(rate_bps)
+                .map_or(Duration::ZERO, |rt| rt.rtt.0.iter().copied().max().unwrap_or_default());
+            default_rwnd_clamp_pkts(rate_bps, rtt, self.k)
+        })
+    }
 }
 
 pub fn validate(cfg: &QueueConfig) -> Result<()> {
@@ -231,11 +276,10 @@ pub fn validate(cfg: &QueueConfig) -> Result<()> {
             .validate()?;
         }
     }
-    if cfg.rwnd_clamp_pkts == 1 || cfg.rwnd_clamp_pkts > RWND_CLAMP_MAX_PKTS {
-        bail!(
-            "--rwnd-clamp {}: give 0 (no clamp) or 2-{RWND_CLAMP_MAX_PKTS} packets",
-            cfg.rwnd_clamp_pkts
-        );
+    if let Some(c) = cfg.rwnd_clamp_pkts {
+        if c == 1 || c > RWND_CLAMP_MAX_PKTS {
+            bail!("--rwnd-clamp {c}: give 0 (no clamp) or 2-{RWND_CLAMP_MAX_PKTS} packets");
+        }
     }
     cfg.faults.validate()?;
     Star::validate(&StarSpec {
@@ -273,8 +317,11 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
                 round_trip: cfg.round_trip(rate),
                 access_rate_bps: cfg.access_rate_bps,
                 trace_algorithm: ours.filter(|_| cfg.trace).map(|b| b.name.clone()),
-                rwnd_clamp_bytes: (v.marks() && cfg.rwnd_clamp_pkts > 0)
-                    .then(|| cfg.rwnd_clamp_pkts * SEGMENT_BYTES),
+                rwnd_clamp_bytes: v
+                    .marks()
+                    .then(|| cfg.rwnd_clamp_at(rate))
+                    .filter(|&c| c > 0)
+                    .map(|c| c * SEGMENT_BYTES),
                 faults: cfg.faults.clone(),
                 ..Scenario::long_flows(
                     &v.label(),
@@ -693,7 +740,12 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
          0 / 0 / 0 means the run never met it. \"found\" is the last impossible value repaired, as the guard \
          found it (on the AMD hosts here a stale return address of the kernel's SRSO return thunk).\n"
     );
-    if cfg.rwnd_clamp_pkts > 0 {
+    let clamps: Vec<String> = cfg
+        .rates_bps
+        .iter()
+        .map(|&r| format!("{} at {}", cfg.rwnd_clamp_at(r), fmt_rate(r)))
+        .collect();
+    if cfg.rates_bps.iter().any(|&r| cfg.rwnd_clamp_at(r) > 0) {
         let _ = writeln!(
             s,
             "Receive window: on a marking backend each receiver clamps its window at {} packets \
@@ -702,7 +754,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
              {} flows): a window the kernel issue corrupts cannot burst hundreds of packets into the buffer. \
              rwnd-limited: the largest share of a sender's busy time the receiver's window held it back \
              (tcp_info); near 0 means the cap only caught the issue's bursts and did not shape the run.\n",
-            cfg.rwnd_clamp_pkts,
+            clamps.join(", "),
             outcomes
                 .iter()
                 .filter(|o| o.rwnd_clamp_bytes.is_some())
