@@ -65,10 +65,10 @@ pub struct QueueArgs {
     /// Default: per rate, twice the most one DCTCP flow can hold there
     /// (C x RTT + K packets), and at least 64: 64 up to about 1.4 Gbit/s
     /// at 100 us with K = 20, 298 at 10 Gbit/s with K = 65, so it never
-    /// limits a flow's rate. The window scale the handshake then picks bounds the window
-    /// for good at under twice the clamp (90 packets for 64); it stops a
-    /// window corrupted by the kernel issue (README) from bursting into
-    /// the buffer. Droptail runs are never capped: TCP needs its full
+    /// limits a flow's rate. The window scale the handshake then picks
+    /// bounds the window for good at under twice the clamp (90 packets for
+    /// 64); it stops a window corrupted by the kernel issue (README) from
+    /// bursting into the buffer. Droptail runs are never capped: TCP needs its full
     /// window to build the sawtooth.
     #[arg(long, value_name = "PKTS")]
     pub rwnd_clamp: Option<u32>,
@@ -148,22 +148,6 @@ pub fn default_rwnd_clamp_pkts(rate_bps: u64, rtt: Duration, k: u32) -> u32 {
     (2 * (bdp + k)).clamp(RWND_CLAMP_FLOOR_PKTS, RWND_CLAMP_MAX_PKTS)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_default_clamp_grows_with_the_path_and_keeps_its_floor() {
-        let us = Duration::from_micros;
-        // The seed's pairs: C x RTT + K well under 32 packets.
-        assert_eq!(default_rwnd_clamp_pkts(100_000_000, us(500), 20), 64);
-        assert_eq!(default_rwnd_clamp_pkts(1_000_000_000, us(100), 20), 64);
-        // 10 Gbit/s, 100 us, K = 65: C x RTT is 83.3 packets of 1500 bytes.
-        assert_eq!(default_rwnd_clamp_pkts(10_000_000_000, us(100), 65), 2 * (84 + 65));
-        assert_eq!(default_rwnd_clamp_pkts(100_000_000_000, us(10_000), 65), RWND_CLAMP_MAX_PKTS);
-    }
-}
-
 /// One line of the comparison: an algorithm on a backend.
 #[derive(Clone, Debug, Serialize)]
 pub struct Variant {
@@ -241,9 +225,9 @@ impl QueueConfig {
     /// round trip.
     pub fn rwnd_clamp_at(&self, rate_bps: u64) -> u32 {
         self.rwnd_clamp_pkts.unwrap_or_else(|| {
-            let rtt = self
-                .round_trip(rate_bps)
-                .map_or(Duration::ZERO, |rt| rt.rtt.0.iter().copied().max().unwrap_or_default());
+            let rtt = self.round_trip(rate_bps).map_or(Duration::ZERO, |rt| {
+                rt.rtt.0.iter().copied().max().unwrap_or_default()
+            });
             default_rwnd_clamp_pkts(rate_bps, rtt, self.k)
         })
     }
@@ -743,13 +727,13 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
     let clamps: Vec<String> = cfg
         .rates_bps
         .iter()
-        .map(|&r| format!("{} at {}", cfg.rwnd_clamp_at(r), fmt_rate(r)))
+        .map(|&r| format!("{} packets at {}", cfg.rwnd_clamp_at(r), fmt_rate(r)))
         .collect();
     if cfg.rates_bps.iter().any(|&r| cfg.rwnd_clamp_at(r) > 0) {
         let _ = writeln!(
             s,
-            "Receive window: on a marking backend each receiver clamps its window at {} packets \
-             (`--rwnd-clamp`, TCP_WINDOW_CLAMP), so its handshake picks a window scale that can never \
+            "Receive window: on a marking backend each receiver clamps its window at {} \
+             (`--rwnd-clamp`, TCP_WINDOW_CLAMP; by default twice C x RTT + K, at least 64), so its handshake picks a window scale that can never \
              advertise more than {} packets, several times the window DCTCP holds here (K + C x RTT shared by \
              {} flows): a window the kernel issue corrupts cannot burst hundreds of packets into the buffer. \
              rwnd-limited: the largest share of a sender's busy time the receiver's window held it back \
@@ -997,4 +981,26 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
 /// Results land under `results/` of the current directory unless --out says.
 pub fn default_root() -> PathBuf {
     PathBuf::from("results")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_clamp_grows_with_the_path_and_keeps_its_floor() {
+        let us = Duration::from_micros;
+        // The seed's pairs: C x RTT + K well under 32 packets.
+        assert_eq!(default_rwnd_clamp_pkts(100_000_000, us(500), 20), 64);
+        assert_eq!(default_rwnd_clamp_pkts(1_000_000_000, us(100), 20), 64);
+        // 10 Gbit/s, 100 us, K = 65: C x RTT is 83.3 packets of 1500 bytes.
+        assert_eq!(
+            default_rwnd_clamp_pkts(10_000_000_000, us(100), 65),
+            2 * (84 + 65)
+        );
+        assert_eq!(
+            default_rwnd_clamp_pkts(100_000_000_000, us(10_000), 65),
+            RWND_CLAMP_MAX_PKTS
+        );
+    }
 }
