@@ -78,6 +78,31 @@ if [ -z "$k61" ]; then
     exit 1
 fi
 apt-get install -y -qq --no-install-recommends "$k61" >/dev/null
+# Debian's newest 7.3 kernel for `just vm-test 7.3` (in `just test-slow`):
+# trixie-backports, read through a private apt state so this system's own
+# sources never see trixie, and unpacked rather than installed (its
+# dependencies are trixie's). From 6.19 Debian splits the kernel into
+# linux-binary (the image, beside its modules), linux-modules and linux-base.
+tb=/var/cache/dctcp-bpf/trixie-backports
+if ! ls /lib/modules/7.3.*/vmlinuz >/dev/null 2>&1; then
+    mkdir -p "$tb/lists/partial" "$tb/archives/partial"
+    echo "deb http://deb.debian.org/debian trixie-backports main" >"$tb/sources.list"
+    apt_tb=(-o Dir::Etc::sourcelist="$tb/sources.list" -o Dir::Etc::sourceparts=/dev/null
+        -o Dir::State::Lists="$tb/lists" -o Dir::Cache::Archives="$tb/archives")
+    apt-get "${apt_tb[@]}" update -qq
+    k73=$(apt-cache "${apt_tb[@]}" search --names-only '^linux-binary-7\.3\.[0-9]+\+deb13-amd64$' |
+        awk '{print $1}' | sed 's/^linux-binary-//' | sort -V | tail -n 1)
+    if [ -z "$k73" ]; then
+        echo "setup.sh: trixie-backports lists no 7.3 kernel (linux-binary-7.3.*)" >&2
+        exit 1
+    fi
+    (cd "$tb/archives" && apt-get "${apt_tb[@]}" download -qq \
+        "linux-binary-$k73" "linux-modules-$k73" "linux-base-$k73" 2>/dev/null)
+    for deb in "$tb/archives"/linux-{binary,modules,base}-"$k73"_*.deb; do dpkg-deb -x "$deb" /; done
+    depmod "$k73"
+    rm -f "$tb/archives"/*.deb
+fi
+
 # virtme-ng (vng) from PyPI, in its own venv on Debian's python (bookworm's
 # system python refuses `pip install`; pyenv's is per user), linked into
 # /usr/local/bin. Reinstalled only when the pinned version is missing.
