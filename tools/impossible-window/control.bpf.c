@@ -28,10 +28,10 @@ char _license[] SEC("license") = "GPL";
 #define ECN_DEMAND_CWR 4
 
 extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
-extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
 #ifdef WITNESS
-struct returned { __u64 ts_ns; __u32 value, cpu; };
+#include "witness.h"
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
@@ -39,8 +39,6 @@ struct {
 	__type(value, struct returned);
 } last SEC(".maps");
 
-/* What a witness hook last saw of a socket. */
-struct seen { __u64 ts_ns; __u32 ssthresh, cwnd, hook, cpu, state, _pad; };
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
@@ -48,13 +46,6 @@ struct {
 	__type(value, struct seen);
 } seen SEC(".maps");
 
-/* The first impossible window of an episode: what was seen before, now, and
- * what .ssthresh last returned. */
-struct sighting {
-	__u64 sk;
-	struct seen before, now;
-	struct returned ret;
-};
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1024);

@@ -8,22 +8,9 @@
 #include <stdio.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include <linux/types.h>
 #include "control.skel.h"
-
-/* As control.bpf.c lays them out. */
-struct seen {
-	__u64 ts_ns;
-	__u32 ssthresh, cwnd, hook, cpu, state, _pad;
-};
-struct returned {
-	__u64 ts_ns;
-	__u32 value, cpu;
-};
-struct sighting {
-	__u64 sk;
-	struct seen before, now;
-	struct returned ret;
-};
+#include "witness.h"
 
 static volatile sig_atomic_t stop;
 

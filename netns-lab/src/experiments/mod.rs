@@ -253,3 +253,19 @@ pub fn found_note((s, c): (u64, u64)) -> String {
         format!(", found {}", v.join(" and "))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_found_note_names_each_value_found_in_hex() {
+        assert_eq!(found_note((0, 0)), "");
+        assert_eq!(found_note((0x8220_34e5, 0)), ", found ssthresh 0x822034e5");
+        assert_eq!(found_note((0, 0x2709_a97e)), ", found cwnd 0x2709a97e");
+        assert_eq!(
+            found_note((0x8110_4110, 0x2709_a97e)),
+            ", found ssthresh 0x81104110 and cwnd 0x2709a97e"
+        );
+    }
+}
