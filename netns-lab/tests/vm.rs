@@ -89,7 +89,10 @@ fn queue(tag: &str, variants: &str, extra: &[&str]) -> std::path::PathBuf {
 /// least 95 %) are the summary's checks and `just bench`'s, not pass/fail
 /// here: one fresh clone measured 94.8 % under TCG against 97.0-99.8 % in
 /// the others, and fq_codel sits at the band's floor by design (theory
-/// K - A/2, about 17.7; measured 17.4-17.7 in 7 runs). What is asserted
+/// K - A/2, about 17.7; measured 17.4-17.7 in 7 runs; four tier runs on
+/// 2026-11-27: red 20.2-20.4 for both DCTCPs, fq_codel 18.2-19.0, p95 at
+/// most 24, utilization 98.8-99.8 %, never empty, the two DCTCPs' means
+/// 0.01-0.12 apart against the 3 allowed). What is asserted
 /// fails when marking breaks: a queue not held near K (TCP's sawtooth
 /// here reads over 100), a queue that runs empty (utilization under 85 %).
 fn check_dctcp(r: &Value, what: &str) {
@@ -374,7 +377,9 @@ fn kernel_dctcp_converges_like_bpf_dctcp_on_red() {
         );
         // Seven runs: min Jain 0.950-0.983 (dctcp) and 0.962-0.997
         // (bpf_dctcp) against cubic's 0.549-0.772; mean CoV 0.088-0.133
-        // against cubic's 0.507-0.656.
+        // against cubic's 0.507-0.656. Four more on 2026-11-27 (a fresh
+        // clone's suite and three tier runs): 0.968-0.999 and 0.945-0.994,
+        // CoV 0.094-0.144; 0.945 is the nearest any run came to 0.90.
         assert!(min_jain(r) >= 0.90, "{v}: min Jain {}", min_jain(r));
         assert!(
             min_jain(r) >= min_jain(cubic) + 0.10,
@@ -395,7 +400,8 @@ fn kernel_dctcp_converges_like_bpf_dctcp_on_red() {
             assert!((15.0..=25.0).contains(&q), "{v}: queue {q} in {p}");
         }
     }
-    // The two DCTCPs vary alike (CoV 0.003-0.045 apart in seven runs).
+    // The two DCTCPs vary alike (CoV 0.003-0.045 apart in seven runs,
+    // 0.003-0.035 in four more on 2026-11-27).
     let (a, b) = (mean_cov(by("dctcp@red")), mean_cov(by("bpf_dctcp@red")));
     assert!((a - b).abs() <= 0.08, "CoV dctcp {a} against bpf_dctcp {b}");
 }
