@@ -35,14 +35,17 @@ impl LabCc {
     /// (ssthresh repairs, cwnd repairs, in-flight holds) of the kernel issue
     /// guarded against in bpf/dctcp_core.h, since attach.
     pub fn repairs(&self) -> Result<(u64, u64, u64)> {
-        let i = instance::describe(&loader::bpffs::InstanceDir::new(&self.name))?;
-        Ok((i.ssthresh_repairs, i.cwnd_repairs, i.inflight_holds))
+        Ok(self.guard()?.0)
     }
 
-    /// The impossible (ssthresh, cwnd) the guard last repaired, as found.
-    pub fn found(&self) -> Result<(u64, u64)> {
+    /// The repairs as `repairs` counts them, and the impossible (ssthresh,
+    /// cwnd) the guard last repaired, as found: one read of the stats.
+    pub fn guard(&self) -> Result<((u64, u64, u64), (u64, u64))> {
         let i = instance::describe(&loader::bpffs::InstanceDir::new(&self.name))?;
-        Ok((i.found_ssthresh, i.found_cwnd))
+        Ok((
+            (i.ssthresh_repairs, i.cwnd_repairs, i.inflight_holds),
+            (i.found_ssthresh, i.found_cwnd),
+        ))
     }
 }
 

@@ -243,7 +243,7 @@ fn the_guard_repairs_an_injected_ssthresh_and_the_flows_go_on() {
     assert_eq!(ssthresh_repairs, traced, "every counted repair is traced");
     // The value itself is kept as found (the last repaired: an injected
     // one, or the kernel issue's own), never the repaired one.
-    let (found, _) = cc.found().unwrap();
+    let (_, (found, _)) = cc.guard().unwrap();
     assert!(
         found > 1 << 16,
         "found ssthresh {found:#x} after {ssthresh_repairs} repairs"

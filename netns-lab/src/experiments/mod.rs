@@ -95,15 +95,12 @@ pub fn run_scenario(
     bar.set_message(msg);
     let before = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
     let mut run = scenario::run(scn, stop, |t| bar.set_position(t.as_millis() as u64))?;
-    let after = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
-    run.outcome.guard_repairs = (after.0 - before.0, after.1 - before.1, after.2 - before.2);
-    // The values found, where this run repaired any (the counters before it
-    // may hold an earlier run's).
-    let (s, c, _) = run.outcome.guard_repairs;
-    if let Some(cc) = ours.filter(|_| s + c > 0) {
-        let (found_s, found_c) = cc.found()?;
-        run.outcome.guard_found = (found_s * u64::from(s > 0), found_c * u64::from(c > 0));
-    }
+    let (after, found) = ours.map(LabCc::guard).transpose()?.unwrap_or_default();
+    let (s, c, h) = (after.0 - before.0, after.1 - before.1, after.2 - before.2);
+    run.outcome.guard_repairs = (s, c, h);
+    // The values found, where this run repaired any (the stats may hold an
+    // earlier run's).
+    run.outcome.guard_found = (found.0 * u64::from(s > 0), found.1 * u64::from(c > 0));
     bar.finish_and_clear();
     if stop.load(Ordering::Relaxed) {
         bail!("interrupted");

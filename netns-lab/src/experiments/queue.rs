@@ -68,8 +68,8 @@ pub struct QueueArgs {
     /// limits a flow's rate. The window scale the handshake then picks
     /// bounds the window for good at under twice the clamp (90 packets for
     /// 64); it stops a window corrupted by the kernel issue (README) from
-    /// bursting into the buffer. Droptail runs are never capped: TCP needs its full
-    /// window to build the sawtooth.
+    /// bursting into the buffer. Droptail runs are never capped: TCP
+    /// needs its full window to build the sawtooth.
     #[arg(long, value_name = "PKTS")]
     pub rwnd_clamp: Option<u32>,
     #[command(
