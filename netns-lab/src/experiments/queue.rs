@@ -1003,4 +1003,34 @@ mod tests {
             RWND_CLAMP_MAX_PKTS
         );
     }
+
+    fn config(args: &[&str]) -> QueueConfig {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            queue: QueueArgs,
+        }
+        let argv = std::iter::once("queue").chain(args.iter().copied());
+        <Cli as clap::Parser>::try_parse_from(argv)
+            .unwrap()
+            .queue
+            .config()
+    }
+
+    #[test]
+    fn each_rate_gets_the_default_clamp_of_its_own_path_unless_one_is_given() {
+        // 100 Mbit/s over 500 us and 10 Gbit/s over 100 us (the seed RTTs).
+        let c = config(&["--rates", "100M,10G", "--k", "65"]);
+        assert_eq!(c.rwnd_clamp_at(100_000_000), 2 * (5 + 65));
+        assert_eq!(c.rwnd_clamp_at(10_000_000_000), 2 * (84 + 65));
+        // The longest of several round trips sets it.
+        let c = config(&["--rates", "10G", "--k", "65", "--rtt", "100us,1ms"]);
+        assert_eq!(c.rwnd_clamp_at(10_000_000_000), 2 * (834 + 65));
+        let none = config(&["--rwnd-clamp", "0"]);
+        assert_eq!(none.rwnd_clamp_at(10_000_000_000), 0);
+        assert_eq!(
+            config(&["--rwnd-clamp", "90"]).rwnd_clamp_at(100_000_000),
+            90
+        );
+    }
 }
