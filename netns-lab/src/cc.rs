@@ -8,6 +8,11 @@ use loader::params::Assignment;
 
 use crate::prefix::Prefix;
 
+/// The guard's (ssthresh repairs, cwnd repairs, in-flight holds).
+pub type Repairs = (u64, u64, u64);
+/// The impossible (ssthresh, cwnd) the guard last repaired, as found.
+pub type Found = (u64, u64);
+
 /// A BPF algorithm registered for one lab run.
 pub struct LabCc {
     pub name: String,
@@ -40,7 +45,7 @@ impl LabCc {
 
     /// The repairs as `repairs` counts them, and the impossible (ssthresh,
     /// cwnd) the guard last repaired, as found: one read of the stats.
-    pub fn guard(&self) -> Result<((u64, u64, u64), (u64, u64))> {
+    pub fn guard(&self) -> Result<(Repairs, Found)> {
         let i = instance::describe(&loader::bpffs::InstanceDir::new(&self.name))?;
         Ok((
             (i.ssthresh_repairs, i.cwnd_repairs, i.inflight_holds),
