@@ -654,7 +654,7 @@ fn through_switch(
     stop: &Arc<AtomicBool>,
 ) -> Result<(f64, Vec<PerCall>, Option<f64>)> {
     let star = Star::build(&StarSpec::senders(2))?;
-    star.sysctl_hosts("net.ipv4.tcp_ecn", "1")?;
+    star.ecn_everywhere()?;
     bottleneck.install(star.switch.name(), &star.bottleneck_if)?;
     let before = max_prog_id();
     let floor = match egress {

@@ -121,7 +121,7 @@ impl RpcStar {
             round_trip: round_trip.clone(),
             ..StarSpec::senders(n)
         })?;
-        star.sysctl_hosts("net.ipv4.tcp_ecn", "1")?;
+        star.ecn_everywhere()?;
         bottleneck.install(star.switch.name(), &star.bottleneck_if)?;
         let switch = BpfSwitch::start(
             None,

@@ -247,9 +247,7 @@ pub fn run(
         round_trip: scn.round_trip.clone(),
         access_rate_bps: scn.access_rate_bps,
     })?;
-    // Classic ECN for every algorithm that does not ask for it itself, so
-    // TCP on a marking backend reacts to marks as RFC 3168 says.
-    star.sysctl_hosts("net.ipv4.tcp_ecn", "1")?;
+    star.ecn_everywhere()?;
     for &i in &scn.no_ecn_senders {
         star.senders
             .get(i)
