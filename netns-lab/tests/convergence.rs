@@ -66,6 +66,11 @@ fn convergence_runs(out: &std::path::Path) -> Value {
     json(&out.join("runs.json"))
 }
 
+/// DCTCP's least even phase, at least: min Jain read 0.961-1.000 in 18
+/// runs (eleven before 2026-11-27, six that day, a CI run's 0.961), so the
+/// bound sits 0.03 under the lowest.
+const FAIR: f64 = 0.93;
+
 /// Why bpf_dctcp's run may not show its fairness: the known issue (README)
 /// struck with ssthresh or cwnd repairs and a phase came out unfair.
 fn struck_and_unfair(runs: &Value) -> Option<String> {
@@ -76,7 +81,7 @@ fn struck_and_unfair(runs: &Value) -> Option<String> {
         .find(|r| r["variant"] == "bpf_dctcp@bpf-step")?;
     let repairs = &r["guard_repairs"];
     let struck = repairs[0].as_u64() > Some(0) || repairs[1].as_u64() > Some(0);
-    (struck && min_jain(r) < 0.95).then(|| {
+    (struck && min_jain(r) < FAIR).then(|| {
         format!(
             "the known issue struck (guard repairs {repairs}) and DCTCP's min Jain was {}",
             min_jain(r)
@@ -162,14 +167,13 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue() {
         );
     }
 
-    // DCTCP shares evenly in every phase: min Jain 0.961-1.000 in 18 runs
-    // (eleven before 2026-11-27, six that day, one fresh clone's).
+    // DCTCP shares evenly in every phase (FAIR).
     let dj = min_jain(dctcp);
-    assert!(dj >= 0.95, "DCTCP min Jain {dj}");
+    assert!(dj >= FAIR, "DCTCP min Jain {dj}");
     // Cubic on a deep drop-tail queue shares less evenly, but over a
     // phase's second half (2.5 s) it can come near: its min Jain read
     // 0.54-0.94 in the same 18 runs, 0.94 against DCTCP's 0.96 in the
-    // fresh clone's. Its mean over the shared phases read 0.84-0.92 in six
+    // CI run's. Its mean over the shared phases read 0.84-0.92 in six
     // runs against DCTCP's 0.994-1.000: the direction is asserted, on the
     // mean of the three phases rather than the worst one.
     let mean_jain = |r: &Value| {

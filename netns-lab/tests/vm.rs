@@ -197,7 +197,7 @@ fn bpf_dctcp_agrees_with_the_kernels_dctcp() {
 /// sender ports, and the lab's delay element, which this kernel could do
 /// without): each sender's round trip, probed on an idle path before the
 /// run, is its own: at least what was configured less the path's own
-/// round trip (which the lab subtracted), at most 1 ms above it, and no
+/// round trip (which the lab subtracted), at most 1 ms + 10 % above it, and no
 /// flow ever measures less than it asked for. (The flows' min RTT is
 /// not bounded above here: at 20 Mbit/s every data packet spends 600 us on
 /// the wire and DCTCP holds 10 ms of queue, so it read 4.3 ms with 2 ms of
@@ -230,19 +230,22 @@ fn both_delay_backends_give_each_sender_its_round_trip() {
             // bound of 5 % below `want` crossed once (1886 us).
             //
             // Above `want`, the probe reads how much slower TCG's path is
-            // now than when `base` was taken. A bound of 15 % (300 us for
-            // the 2 ms sender) failed a fresh clone's suite on another
-            // machine: netem, 2393 us, base 133 us (2026-11-27). 1 ms is
-            // half the shorter round trip: what the test names still fails
-            // it (a delay added twice puts sender 0 at 3.9 ms, the senders'
-            // delays swapped puts it at 10 ms, none at the base). Spread
-            // over 10 runs of this test in the 6.12 VM here (2026-11-27,
-            // both backends, 20 probes per sender): sender 0 from 90 us
-            // below `want` to 142 above, sender 1 from 113 to 525 above;
-            // the bound is twice the worst of those and the CI run's 393.
+            // now than when `base` was taken, and, through the element,
+            // how late TCG's timers fire, which grows with the hold. Over
+            // 10 runs of this test in the 6.12 VM here (2026-11-27, both
+            // backends, 20 probes per sender) sender 0 read 90 us below
+            // `want` to 142 above, sender 1 113 to 525 above; two fresh
+            // clones' suites read sender 0 at most 168 above, sender 1 (the
+            // element) 881 above, and a CI run's netem sender 0 2393 us
+            // (393 above; it failed the bound of 15 % there was then). The
+            // bound allows 1 ms plus 10 % of `want`: 1.2 ms for sender 0,
+            // 2 ms for sender 1, over twice the worst of each. What the test
+            // names still fails it: a delay added twice puts sender 0 at
+            // 3.9 ms, the senders' delays swapped puts it at 10 ms, none
+            // leaves it at the base.
             let base = rtt["path_base_us"].as_f64().unwrap();
             assert!(
-                got >= want - base && got <= want + 1000.0,
+                got >= want - base && got <= want * 1.1 + 1000.0,
                 "{backend}: sender {sender} probed {got} us, configured {want} (path base {base} us)"
             );
         }
