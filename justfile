@@ -185,15 +185,17 @@ mutants *ARGS: _root
     echo "just mutants: $caught of $total viable mutants caught ($((100 * caught / total)) %; the gate is $min %)"
     [ $((100 * caught)) -ge $((min * total)) ] || { echo "just mutants: below $min %: the missed ones are in target/mutants-*/mutants.out/missed.txt" >&2; exit 1; }
 
-# The slow tier, which CI does not run (about an hour and a half): the VM
-# tier on Debian's 7.3, `just mutants` (the share of caught mutants against
-# its gate) and `just mutants-bpf` (no survivor), each run whatever the
-# others give; docs/testing.md reports its last result with its date.
-# The slow tier: Debian 7.3 and both mutation gates
-test-slow: _root
+# The slow tier, which CI does not run (about an hour and a half): the
+# headline findings on long runs (netns-lab/tests/findings.rs), the VM tier
+# on Debian's 7.3, `just mutants` (the share of caught mutants against its
+# gate) and `just mutants-bpf` (no survivor), each run whatever the others
+# give; docs/testing.md reports its last result with its date.
+# The slow tier: the findings on long runs, Debian 7.3, both mutation gates
+test-slow: _root build
     #!/usr/bin/env bash
     set -uo pipefail
     r=0
+    cargo test --release -p netns-lab --test findings -- --ignored --nocapture --test-threads 1 || r=1
     just vm-test 7.3 || r=1
     just mutants || r=1
     just mutants-bpf || r=1
