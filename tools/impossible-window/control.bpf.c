@@ -52,7 +52,7 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sighting);
 } sightings SEC(".maps");
-__u64 ssthresh_calls, observations, episodes, gaps_2ms, gaps_2ms_cpu0, max_gap_ns;
+__u64 ssthresh_calls, reductions, observations, episodes, gaps_2ms, gaps_2ms_cpu0, max_gap_ns;
 __u32 next_sighting;
 
 static __always_inline bool sane(__u32 ssthresh, __u32 cwnd)
@@ -115,6 +115,11 @@ int BPF_PROG(on_probe, struct sock *sk, const struct sk_buff *skb)
 SEC("tp_btf/tcp_cong_state_set")
 int BPF_PROG(on_state, struct sock *sk, __u8 state)
 {
+	/* Entries into CWR or Recovery, whatever the socket's algorithm:
+	 * the reductions a kernel congestion control makes, where
+	 * ssthresh_calls counts only ctl_dctcp's. */
+	if (state == TCP_CA_CWR || state == TCP_CA_Recovery)
+		__sync_fetch_and_add(&reductions, 1);
 	observe(sk, 2, state);
 	return 0;
 }

@@ -47,8 +47,9 @@ int main(void)
 	while (!stop)
 		pause();
 
-	printf("ssthresh returns %llu, observations %llu, episodes %llu\n",
-	       (unsigned long long)c->bss->ssthresh_calls, (unsigned long long)c->bss->observations,
+	printf("ssthresh returns %llu, CWR and Recovery entries %llu, observations %llu, episodes %llu\n",
+	       (unsigned long long)c->bss->ssthresh_calls, (unsigned long long)c->bss->reductions,
+	       (unsigned long long)c->bss->observations,
 	       (unsigned long long)c->bss->episodes);
 	for (__u32 i = 0; i < c->bss->next_sighting && i < 1024; i++) {
 		struct sighting s;
