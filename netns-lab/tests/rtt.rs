@@ -77,9 +77,11 @@ fn with_rtt_8ms_every_flow_sees_8ms() {
     let r = dctcp_at("8ms", "8ms", &["--delay-backend", "element"]);
     // The element adds 8 ms less the path's own round trip, measured idle
     // before the run (26-27 us); under load the path's own is 11-38 us, so
-    // flows measured 7989-8002 us. Below 1 % short, the lab held less
+    // flows measured 7989-8002 us (8 more runs, 2026-11-27: 7991-8015). Below 1 % short, the lab held less
     // than it was asked; over 10 % long, it held too much or twice.
-    for (sender, us) in min_rtts(&r) {
+    let rtts = min_rtts(&r);
+    eprintln!("min RTTs (sender, us): {rtts:?}");
+    for (sender, us) in rtts {
         assert!(
             (7920.0..=8800.0).contains(&us),
             "sender {sender}: min RTT {us} us with --rtt 8ms"
@@ -102,10 +104,15 @@ fn two_senders_at_different_rtts_each_see_their_own() {
     let r = dctcp_at("2rtt", "1ms,8ms", &[]);
     let rtts = min_rtts(&r);
     assert_eq!(rtts.len(), 2);
+    eprintln!("min RTTs (sender, us): {rtts:?}");
     for (sender, us) in rtts {
         let want = if sender == 0 { 1000.0 } else { 8000.0 };
+        // As at 8 ms (above): at most 80 us short, where the element
+        // missing leaves the path's own 30 us; 1 % of 1 ms (10 us) is less
+        // than the path's own round trip moves under load. 8 runs
+        // (2026-11-27): sender 0 read 1023-1061 us, sender 1 8003-8129.
         assert!(
-            us >= want * 0.99 && us <= want * 1.1,
+            us >= want - 80.0 && us <= want * 1.1,
             "sender {sender}: min RTT {us} us, configured {want}"
         );
     }
