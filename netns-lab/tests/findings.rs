@@ -1,14 +1,16 @@
 //! The slow tier's headline findings (`just test-slow`; CI does not run
 //! them): runs long enough that a seed's comparison rests on enough samples
 //! to hold with a margin on this kernel. Each bound names the runs it came
-//! from; as first written (2026-11-27) they rest on the sweeps recorded in
-//! docs/lab/incast.md and docs/lab/rpc.md (two and three runs), not yet on
-//! five runs of these tests, which have not been run yet.
+//! from.
 //!
-//! - incast (paper Fig. 18 and 19): DCTCP's rounds stretch past ideal +
-//!   RTO_min at a larger N than cubic's, both onsets measured;
-//! - rpc (seed 004 Fig. 5): DCTCP's 10 KB p99 well below cubic's, on a run
-//!   where each p99 rests on tens of RPCs.
+//! - incast (the DCTCP paper's incast runs, onsets at about 10 and 35
+//!   senders): DCTCP's rounds stretch past ideal + RTO_min at a larger N
+//!   than cubic's, both onsets measured.
+//!
+//! Not here: rpc's 10 KB p99 (seed 004 Fig. 5). On 40 s runs (about 2,900
+//! 10 KB RPCs a side) cubic's p99 read 0.70, 1.12, 1.16, 1.54, 1.54, 1.60,
+//! 1.84 and 2.82 times bpf_dctcp's (2026-11-27): once the other way, so
+//! not even its direction holds on this 2-CPU host (docs/lab/rpc.md).
 
 use serde_json::Value;
 
@@ -49,7 +51,7 @@ fn incast_strikes_dctcp_at_more_workers_than_cubic() {
         &[
             "incast",
             "--workers",
-            "8,16,24,32,40,48,64",
+            "8,16,24,32,40,48,64,96",
             "--algorithms",
             "bpf_dctcp,cubic",
             "--rounds",
@@ -58,50 +60,20 @@ fn incast_strikes_dctcp_at_more_workers_than_cubic() {
     );
     let (d, c) = (onset(&runs, "bpf_dctcp"), onset(&runs, "cubic"));
     eprintln!("incast onsets (> 5 % of rounds stretched): bpf_dctcp {d:?}, cubic {c:?}");
-    // Both measured: cubic's at 16 and DCTCP's at 32 in the full sweeps
-    // of docs/lab/incast.md, the paper's about 10 and 35.
-    let c = c.expect("cubic never stretched 5 % of its rounds up to 64 workers");
-    let d = d.expect("bpf_dctcp never stretched 5 % of its rounds up to 64 workers");
+    // Both measured. Seven runs (2026-11-27, 8-64 workers, 100 rounds):
+    // cubic's onset at 16 in all seven, bpf_dctcp's at 40 (three), 48
+    // (two), 64, and once none up to 64, so the sweep goes on to 96, where
+    // 96 windows of 2 packets are nearly twice the 100-packet buffer. The
+    // paper: about 10 and 35.
+    let c = c.expect("cubic never stretched 5 % of its rounds up to 96 workers");
+    let d = d.expect("bpf_dctcp never stretched 5 % of its rounds up to 96 workers");
+    // With 96 (three runs): bpf_dctcp's at 32, 32 and 48. On the sweep's
+    // grid each bound is a step from the nearest run: cubic's at most 24,
+    // bpf_dctcp's at least 24 and after cubic's.
     assert!(c <= 24, "cubic's onset at {c} workers");
     assert!(
-        d >= 2 * c,
+        d >= 24 && d > c,
         "bpf_dctcp's onset at {d} workers, cubic's at {c}"
-    );
-    assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
-}
-
-#[test]
-#[ignore = "slow tier: just test-slow"]
-fn rpc_dctcp_cuts_the_10kb_tail() {
-    require_root();
-    let _serial = serial();
-    let before = namespaces_with("dl");
-    // 40 s per algorithm at the default 10 KB / 1 MB mix (half each):
-    // about 2,900 10 KB RPCs, so their p99 rests on about 29.
-    let runs = runs("rpc-tail", &["rpc", "--duration", "40s"]);
-    let small = |a: &str| -> &Value {
-        let r = runs.iter().find(|r| r["algorithm"] == a).unwrap();
-        r["sizes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["bytes"] == 10_000)
-            .unwrap()
-    };
-    let (d, c) = (small("bpf_dctcp"), small("cubic"));
-    for s in [d, c] {
-        assert!(s["count"].as_u64().unwrap() >= 2000, "{s}");
-    }
-    let p99 = |s: &Value| s["p99_us"].as_f64().unwrap();
-    let ratio = p99(c) / p99(d);
-    eprintln!(
-        "10 KB p99: bpf_dctcp {} us, cubic {} us ({ratio:.2} times)",
-        p99(d),
-        p99(c)
-    );
-    assert!(
-        ratio >= 1.5,
-        "10 KB p99: cubic's {ratio:.2} times bpf_dctcp's"
     );
     assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
 }
