@@ -237,6 +237,14 @@ struct ReceiverEnd {
     last_byte_ns: Option<u64>,
 }
 
+fn ecn_word(ecn: bool) -> &'static str {
+    if ecn {
+        "with ECN"
+    } else {
+        "without ECN"
+    }
+}
+
 /// Accepts one connection on `l` by `deadline`, giving up early on `stop`
 /// or at the deadline: a sender whose handshake never completed here (every
 /// packet it sent was lost) is one flow's failure, reported with the flow,
@@ -389,15 +397,15 @@ pub fn run_bulk(
             // Stopped before it was due to start.
             None => (0, f.cc.clone(), TcpInfo::default(), false),
         };
-        // A flow whose SYN was lost is retried without asking for ECN
-        // (the kernel's tcp_ecn_fallback): a DCTCP sender then runs as Reno
-        // without ECT, and a marking switch drops what it would have marked.
-        let ecn = if info.ecn { "with ECN" } else { "without ECN" };
+        // Whether it had ECN says why, where a flow never got through: one
+        // without it sends Not-ECT, which a marking switch drops above K
+        // (Star::ecn_everywhere keeps a lost SYN from causing that).
         if reset_at_close {
             eprintln!(
-                "lab: flow {i} ({}, {ecn}) was still stalled 15 s after the run and its receiver \
+                "lab: flow {i} ({}, {}) was still stalled 15 s after the run and its receiver \
                  reset it; its series shows when it went silent",
-                f.cc
+                f.cc,
+                ecn_word(info.ecn)
             );
         }
         out.push(FlowResult {
@@ -427,11 +435,7 @@ pub fn run_bulk(
                 "lab: flow {i} ({}, {}) connected, but its receiver saw no connection by 15 s \
                  after the run: nothing it sent got through",
                 out[i].cc,
-                if out[i].info.ecn {
-                    "with ECN"
-                } else {
-                    "without ECN"
-                }
+                ecn_word(out[i].info.ecn)
             );
         }
         if let Some(end) = end {
