@@ -518,6 +518,57 @@ fn a_64_sender_star_builds_and_tears_down() {
     );
 }
 
+/// Every host of a lab asks for ECN and keeps it when a SYN is lost: the
+/// kernel's `tcp_ecn_fallback` would retry without it, and a bpf_dctcp
+/// sender without ECT loses all it sends to a marker whose queue sits above
+/// K (docs/lab/README.md). Read back in each namespace.
+#[test]
+fn every_lab_host_negotiates_ecn_without_the_syn_fallback() {
+    require_root();
+    let _serial = serial();
+    let star = Star::build(&StarSpec::senders(3)).unwrap();
+    star.ecn_everywhere().unwrap();
+    let read = |ns: &netns_lab::netns::Netns, key: &str| {
+        let path = format!("/proc/sys/net/ipv4/{key}");
+        ns.run(move || std::fs::read_to_string(path).unwrap().trim().to_string())
+            .unwrap()
+    };
+    for host in star.senders.iter().chain([&star.receiver]) {
+        assert_eq!(read(&host.ns, "tcp_ecn"), "1", "{}", host.ns.name());
+        assert_eq!(
+            read(&host.ns, "tcp_ecn_fallback"),
+            "0",
+            "{}",
+            host.ns.name()
+        );
+    }
+}
+
+/// A lab of kernel algorithms alone on a machine fresh from boot, where
+/// nothing has mounted bpffs yet: the switch mounts it to pin its live maps
+/// (it failed with "creating /sys/fs/bpf/dctcp-bpf-lab/...: No such file or
+/// directory" on such a machine). Run in a mount namespace of its own, with
+/// bpffs unmounted there only.
+#[test]
+fn a_lab_runs_where_bpffs_is_not_mounted_yet() {
+    require_root();
+    let _serial = serial();
+    let out = tmpdir("nobpffs");
+    let script = format!(
+        "while mountpoint -q /sys/fs/bpf; do umount -l /sys/fs/bpf || exit 3; done; \
+         exec {} queue --quick --rates 100M --variants cubic:bpf-step --out {}",
+        env!("CARGO_BIN_EXE_lab"),
+        out.display()
+    );
+    let o = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .expect("running unshare (util-linux)");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = outcome(&out, "100M-cubic-bpf-step");
+    assert!(r["marks"].as_u64().unwrap() > 0, "{r}");
+}
+
 /// `lab xdctcp --quick` and `lab variants --quick` end to end: real short
 /// and long flows, every result file, the seed's claim beside the figures.
 #[test]

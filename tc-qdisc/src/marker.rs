@@ -433,6 +433,10 @@ struct LivePins(std::path::PathBuf);
 
 impl LivePins {
     fn create(dir: &Path, maps: &mut [(&str, &mut libbpf_rs::MapMut<'_>)]) -> Result<LivePins> {
+        // A machine fresh from boot may have no bpffs on /sys/fs/bpf yet
+        // (the loader mounts it when it attaches; a lab of kernel
+        // algorithms alone never calls the loader).
+        loader::bpffs::ensure_mounted()?;
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let pins = LivePins(dir.to_path_buf());
         for (name, map) in maps.iter_mut() {
