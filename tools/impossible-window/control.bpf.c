@@ -77,6 +77,9 @@ static __always_inline void observe(struct sock *sk, __u32 hook, __u32 state)
 	now.hook = hook;
 	now.cpu = bpf_get_smp_processor_id();
 	now.state = state;
+	now.pid = bpf_get_current_pid_tgid();
+	now.stack = (__u64)bpf_get_current_task_btf()->stack;
+	bpf_get_current_comm(now.comm, sizeof(now.comm));
 	__sync_fetch_and_add(&observations, 1);
 	before = bpf_map_lookup_elem(&seen, &key);
 	if (before && now.ts_ns - before->ts_ns > 2000000 && hook == 1) {

@@ -63,6 +63,14 @@ int main(void)
 		       s.before.cwnd, (long long)(s.now.ts_ns - s.before.ts_ns) / 1000, hook(s.now.hook),
 		       s.now.cpu, s.now.ssthresh, s.now.ssthresh, s.now.cwnd, s.ret.value,
 		       s.ret.ts_ns ? (long long)(s.now.ts_ns - s.ret.ts_ns) / 1000 : -1LL);
+		/* Where the value would point if it were the low half of an
+		 * address in the kernel stack of the task running then. */
+		printf("  tasks: before %s[%u] stack %llx, at it %s[%u] stack %llx; "
+		       "value - low half of that stack: before %+lld, at it %+lld\n",
+		       s.before.comm, s.before.pid, (unsigned long long)s.before.stack, s.now.comm,
+		       s.now.pid, (unsigned long long)s.now.stack,
+		       (long long)s.now.ssthresh - (long long)(__u32)s.before.stack,
+		       (long long)s.now.ssthresh - (long long)(__u32)s.now.stack);
 	}
 	bpf_link__destroy(state);
 	bpf_link__destroy(probe);

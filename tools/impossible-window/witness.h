@@ -16,7 +16,11 @@ struct returned {
  * tcp_cong_state_set, with the new state). */
 struct seen {
 	__u64 ts_ns;
-	__u32 ssthresh, cwnd, hook, cpu, state, _pad;
+	__u32 ssthresh, cwnd, hook, cpu, state, pid;
+	/* The running task's kernel stack (task_struct.stack), so that a
+	 * value found can be told apart as an address in that stack. */
+	__u64 stack;
+	char comm[16];
 };
 
 /* The first impossible window of an episode: what was seen of the socket
