@@ -81,6 +81,23 @@ impl Algorithms {
     pub fn ours(&self, name: &str) -> Option<&LabCc> {
         self.bpf.as_ref().filter(|_| name == "bpf_dctcp")
     }
+
+    /// `f`'s result and the guard's repairs of `name`'s algorithm while it
+    /// ran (README "Known issue"): none for a kernel algorithm.
+    pub fn counting_repairs<T>(
+        &self,
+        name: &str,
+        f: impl FnOnce() -> Result<T>,
+    ) -> Result<(T, Repairs)> {
+        let ours = self.ours(name);
+        let before = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
+        let t = f()?;
+        let after = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
+        Ok((
+            t,
+            (after.0 - before.0, after.1 - before.1, after.2 - before.2),
+        ))
+    }
 }
 
 /// The switch of the workload experiments: DCTCP's step marker at K for

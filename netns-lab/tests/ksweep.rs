@@ -70,7 +70,34 @@ fn ksweep_finds_the_queue_empty_below_k_opt_and_busy_above() {
         k["k_min"].as_u64().expect("K_min found"),
         k["k_below"].as_u64().unwrap(),
     );
-    assert!(below < k_min && (3..=95).contains(&k_min), "{k}");
+    assert!(below < k_min, "{k}");
+    // Seed 001's finding: the queue stops running empty near K_opt (it says
+    // about 2 K_opt). Held within 0.5-3 K_opt (K_min 5-28 at K_opt 9.5): a
+    // marker that never marks puts it at the grid's first K, one that marks
+    // everything past the last. Quick runs here read 0.84 (five, earlier)
+    // and, 2026-11-27, 0.84 four times and 1.36 once (K = 8 empty 5.6 %),
+    // with the guard repairing 37-50 ssthresh values in each sweep; the
+    // known issue moves the boundary only by making a K at or above K_opt
+    // look empty (one earlier run: K_min 44 after a strike at K = 28), and
+    // only such a run leaves it unjudged.
+    let ratio = k_min as f64 / k["k_opt"].as_f64().unwrap();
+    let struck_above_k_opt = runs.iter().any(|r| {
+        r["pair"] == k["pair"]
+            && f(r, "k_ratio") >= 1.0
+            && f(r, "empty") > 0.05
+            && (r["guard_repairs"][0].as_u64() > Some(0)
+                || r["guard_repairs"][1].as_u64() > Some(0))
+    });
+    if struck_above_k_opt {
+        eprintln!(
+            "the kernel issue struck a run at or above K_opt that read empty: K_min / K_opt {ratio:.2} not judged"
+        );
+    } else {
+        assert!(
+            (0.5..=3.0).contains(&ratio),
+            "K_min / K_opt {ratio:.2}: {k}"
+        );
+    }
     // Every K of the bisection lies between the grid's neighbours of the boundary.
     for r in runs.iter().filter(|r| r["bisection"] == true) {
         let kk = r["k"].as_u64().unwrap();

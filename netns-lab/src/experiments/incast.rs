@@ -18,7 +18,7 @@ use tc_qdisc::Bottleneck;
 
 use crate::cc::{switch_for, Algorithms};
 use crate::delay::{datacenter_rtt, RttArgs, RttMeasured};
-use crate::experiments::table_header;
+use crate::experiments::{repairs_line, repairs_note, table_header};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::rpcstar::{rpcgen, RpcStar};
@@ -120,6 +120,9 @@ pub struct IncastRun {
     pub retransmits: u64,
     pub drops: u64,
     pub queue: Summary,
+    /// The guard's (ssthresh, cwnd, in-flight) repairs during the run
+    /// (README "Known issue"; bpf_dctcp only).
+    pub guard_repairs: (u64, u64, u64),
     /// Every counted round's completion time, ms (raw data, not in runs.json).
     #[serde(skip)]
     pub qct_rounds_ms: Vec<f64>,
@@ -188,6 +191,7 @@ fn one_run(
         retransmits: run.tcp.retransmits,
         drops: run.qdisc.drops,
         queue: summarize(&queue),
+        guard_repairs: (0, 0, 0),
         qct_rounds_ms: qct,
         rtt,
     })
@@ -204,11 +208,13 @@ pub fn run(cfg: &IncastConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resu
         for a in &cfg.algorithms {
             let cc = algorithms.cc(a);
             done += 1;
-            let r = one_run(cfg, a, &cc, n, stop)?;
+            let (mut r, repairs) =
+                algorithms.counting_repairs(a, || one_run(cfg, a, &cc, n, stop))?;
+            r.guard_repairs = repairs;
             eprintln!(
                 "[{done}/{total}] {a:<9} N = {n:>3}: QCT p50 {:.1} p99 {:.1} max {:.1} ms (ideal {:.1}), \
                  {:.0}% of rounds slower than ideal + RTO_min, {} timeouts, {} loss probes, {} retransmits, {} drops, \
-                 queue mean {:.1}",
+                 queue mean {:.1}{}",
                 r.qct_ms.p50,
                 r.qct_ms.p99,
                 r.qct_ms.max,
@@ -218,7 +224,8 @@ pub fn run(cfg: &IncastConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resu
                 r.loss_probes,
                 r.retransmits,
                 r.drops,
-                r.queue.mean
+                r.queue.mean,
+                repairs_note(r.guard_repairs)
             );
             runs.push(r);
         }
@@ -429,6 +436,13 @@ fn summary(cfg: &IncastConfig, runs: &[IncastRun]) -> String {
          last N without and the first N with. Plots: `qct.png`, `timeouts.png`; raw: `runs.csv`, `runs.json`, `qct.csv.gz` (every \
          counted round)."
     );
+    s += &repairs_line(runs.iter().map(|r| {
+        (
+            format!("{} at N = {}", r.algorithm, r.workers),
+            r.guard_repairs,
+        )
+    }));
+    s += "\n";
     s
 }
 
@@ -451,6 +465,7 @@ mod tests {
             retransmits: 0,
             drops: 0,
             queue: Summary::default(),
+            guard_repairs: (0, 0, 0),
             qct_rounds_ms: vec![],
         }
     }

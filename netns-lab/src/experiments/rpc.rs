@@ -15,7 +15,7 @@ use tc_qdisc::Bottleneck;
 
 use crate::cc::{switch_for, Algorithms};
 use crate::delay::{datacenter_rtt, RttArgs, RttMeasured};
-use crate::experiments::table_header;
+use crate::experiments::{repairs_line, repairs_note, table_header};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::rpc::Mix;
@@ -110,6 +110,9 @@ pub struct RpcRun {
     /// the receiver's (aggregator's).
     pub sender_cpu_s_per_gb: f64,
     pub receiver_cpu_s_per_gb: f64,
+    /// The guard's (ssthresh, cwnd, in-flight) repairs during the run
+    /// (README "Known issue"; bpf_dctcp only).
+    pub guard_repairs: (u64, u64, u64),
     /// rpcgen's own report (raw data, written beside runs.json).
     #[serde(skip)]
     pub report: serde_json::Value,
@@ -186,6 +189,7 @@ fn one_run(cfg: &RpcConfig, algorithm: &str, cc: &str, stop: &Arc<AtomicBool>) -
         marks: run.marks,
         sender_cpu_s_per_gb: run.worker_cpu_s / gb.max(1e-9),
         receiver_cpu_s_per_gb: run.client_cpu_s / gb.max(1e-9),
+        guard_repairs: (0, 0, 0),
         report: run.report,
         rtt,
     })
@@ -198,7 +202,8 @@ pub fn run(cfg: &RpcConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<
     let mut runs = Vec::new();
     for a in &cfg.algorithms {
         let cc = algorithms.cc(a);
-        let r = one_run(cfg, a, &cc, stop)?;
+        let (mut r, repairs) = algorithms.counting_repairs(a, || one_run(cfg, a, &cc, stop))?;
+        r.guard_repairs = repairs;
         let sizes: Vec<String> = r
             .sizes
             .iter()
@@ -214,11 +219,12 @@ pub fn run(cfg: &RpcConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<
             })
             .collect();
         eprintln!(
-            "{a:<9}: {}; Jain {:.3}; {} retransmits, {} drops",
+            "{a:<9}: {}; Jain {:.3}; {} retransmits, {} drops{}",
             sizes.join("; "),
             r.jain,
             r.tcp.retransmits,
-            r.drops
+            r.drops,
+            repairs_note(r.guard_repairs)
         );
         out.write_json(&format!("rpcgen-{a}.json"), &r.report)?;
         runs.push(r);
@@ -383,6 +389,8 @@ fn summary(cfg: &RpcConfig, runs: &[RpcRun]) -> String {
          is the rpcgen processes' user + system time; the kernel's softirq work is not in it. Plot: `tails.png`; raw: \
          `runs.json`, `rpcgen-<algorithm>.json` (rpcgen's report: counts, HDR percentiles per size)."
     );
+    s += &repairs_line(runs.iter().map(|r| (r.algorithm.clone(), r.guard_repairs)));
+    s += "\n";
     s
 }
 
