@@ -207,6 +207,26 @@ mod tests {
         assert_eq!((p.g, p.alpha_on_init), (64, 0));
     }
 
+    /// `guard=0` turns the guard off in the programs' own terms (no_guard =
+    /// 1) and is the only way it shows in a description; a tunable at 1 still
+    /// shows.
+    #[test]
+    fn the_guard_shows_only_when_off() {
+        let algo = Algo::Dctcp;
+        let mut p = algo.default_params();
+        apply(algo, &mut p, &[parse("guard=0"), parse("shift_g=1")]).unwrap();
+        assert_eq!(p.no_guard, 1);
+        let d = describe(algo, &p);
+        assert!(d.contains("guard=0") && d.contains("shift_g=1"), "{d}");
+        apply(algo, &mut p, &[parse("guard=1")]).unwrap();
+        assert_eq!(p.no_guard, 0);
+        assert!(
+            !describe(algo, &p).contains("guard"),
+            "{}",
+            describe(algo, &p)
+        );
+    }
+
     #[test]
     fn fractions_are_decimal_and_bounded() {
         let algo = Algo::Xdctcp;
