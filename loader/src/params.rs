@@ -207,9 +207,9 @@ mod tests {
         assert_eq!((p.g, p.alpha_on_init), (64, 0));
     }
 
-    /// `guard=0` turns the guard off in the programs' own terms (no_guard =
-    /// 1) and is the only way it shows in a description; a tunable at 1 still
-    /// shows.
+    /// `guard=0` turns the guard off in the programs' own terms (it sets
+    /// no_guard) and is the only way it shows in a description; a tunable
+    /// at 1 still shows.
     #[test]
     fn the_guard_shows_only_when_off() {
         let algo = Algo::Dctcp;
