@@ -89,15 +89,25 @@ impl Algorithms {
         name: &str,
         f: impl FnOnce() -> Result<T>,
     ) -> Result<(T, Repairs)> {
-        let ours = self.ours(name);
-        let before = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
-        let t = f()?;
-        let after = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
-        Ok((
-            t,
-            (after.0 - before.0, after.1 - before.1, after.2 - before.2),
-        ))
+        guarded(self.ours(name), f).map(|(t, repairs, _)| (t, repairs))
     }
+}
+
+/// `f`'s result, the guard's repairs of `ours` while it ran and the
+/// impossible values it last found (README "Known issue"): none for a
+/// kernel algorithm (`None`).
+pub fn guarded<T>(
+    ours: Option<&LabCc>,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<(T, Repairs, Found)> {
+    let before = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
+    let t = f()?;
+    let (after, found) = ours.map(LabCc::guard).transpose()?.unwrap_or_default();
+    Ok((
+        t,
+        (after.0 - before.0, after.1 - before.1, after.2 - before.2),
+        found,
+    ))
 }
 
 /// The switch of the workload experiments: DCTCP's step marker at K for

@@ -93,10 +93,9 @@ pub fn run_scenario(
     let bar = ProgressBar::new(scn.duration.as_millis() as u64);
     bar.set_style(ProgressStyle::with_template("[{pos:>5}/{len:5} ms] {bar:30} {msg}").unwrap());
     bar.set_message(msg);
-    let before = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
-    let mut run = scenario::run(scn, stop, |t| bar.set_position(t.as_millis() as u64))?;
-    let (after, found) = ours.map(LabCc::guard).transpose()?.unwrap_or_default();
-    let (s, c, h) = (after.0 - before.0, after.1 - before.1, after.2 - before.2);
+    let (mut run, (s, c, h), found) = crate::cc::guarded(ours, || {
+        scenario::run(scn, stop, |t| bar.set_position(t.as_millis() as u64))
+    })?;
     run.outcome.guard_repairs = (s, c, h);
     // The values found, where this run repaired any (the stats may hold an
     // earlier run's).
