@@ -10,6 +10,8 @@ use loader::algo::Algo;
 use loader::intf::{
     dctcp_event, dctcp_event_type_DCTCP_EV_REPAIR as EV_REPAIR,
     dctcp_event_type_DCTCP_EV_STATE as EV_STATE, dctcp_event_type_DCTCP_EV_WINDOW as EV_WINDOW,
+    dctcp_repair_DCTCP_REPAIR_CWND as REPAIR_CWND,
+    dctcp_repair_DCTCP_REPAIR_INFLIGHT as REPAIR_INFLIGHT,
     dctcp_repair_DCTCP_REPAIR_SSTHRESH as REPAIR_SSTHRESH, DCTCP_ALPHA_ONE, DCTCP_BOGUS_SSTHRESH,
     DCTCP_ONE,
 };
@@ -283,6 +285,36 @@ fn the_guard_repairs_an_injected_ssthresh_and_the_flows_go_on() {
         run.outcome.utilization > 0.9,
         "utilization {}",
         run.outcome.utilization
+    );
+    // A second run on the same instance, injecting its first cut again:
+    // what the labs report per run (cc::guarded) is that run's repairs
+    // alone, the first run's being in the counters already.
+    let ((run2, _), repairs2, _) = netns_lab::cc::guarded(Some(&cc), || {
+        Ok(traced_run(
+            &cc,
+            2,
+            Duration::from_millis(500),
+            &["inject_ssthresh=1"],
+        ))
+    })
+    .unwrap();
+    let traced2 = |kind: u32| {
+        run2.cc_trace
+            .as_ref()
+            .unwrap()
+            .events
+            .iter()
+            .filter(|e| is(e, EV_REPAIR) && u32::from(e.value) == kind)
+            .count() as u64
+    };
+    assert_eq!(
+        repairs2,
+        (
+            traced2(REPAIR_SSTHRESH),
+            traced2(REPAIR_CWND),
+            traced2(REPAIR_INFLIGHT)
+        ),
+        "the second run's repairs, counted apart from the first's"
     );
 }
 
