@@ -18,6 +18,8 @@ char _license[] SEC("license") = "GPL";
 
 /* The name of the Reno fallback registered beside the algorithm; set by the loader. */
 const volatile char fallback_name[DCTCP_NAME_MAX] = "";
+/* Where a flow goes when fallback_name is refused. */
+static const char kernel_reno[] = "reno";
 
 static __always_inline struct dctcp_state *dctcp_ca(const struct sock *sk)
 {
@@ -85,10 +87,18 @@ static __always_inline bool dctcp_core_init(struct sock *sk, const struct dctcp_
 	ca->flags = 0;
 	dctcp_trace_flow(sk, DCTCP_EV_FALLBACK, 0, stats);
 	if (bpf_setsockopt(sk, SOL_TCP, TCP_CONGESTION, (void *)fallback_name,
-			   sizeof(fallback_name)) == 0)
+			   sizeof(fallback_name)) == 0) {
 		__sync_fetch_and_add(&stats->fallbacks, 1);
-	else
-		__sync_fetch_and_add(&stats->fallback_failed, 1);
+		return false;
+	}
+
+	/* Refused (the fallback is no longer registered, say). Staying on these
+	 * ops is not Reno: once .init returns, the kernel sets ECT on a socket
+	 * whose algorithm needs ECN, so this flow would send ECT to a receiver
+	 * that never echoes CE, marked by the switch and slowed by nothing.
+	 * The kernel's own Reno is always registered. */
+	__sync_fetch_and_add(&stats->fallback_refused, 1);
+	bpf_setsockopt(sk, SOL_TCP, TCP_CONGESTION, (void *)kernel_reno, sizeof(kernel_reno));
 	return false;
 }
 

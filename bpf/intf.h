@@ -75,7 +75,7 @@ struct dctcp_stats {
 	u64 inits;      /* sockets ever initialised with DCTCP */
 	u64 fallbacks;  /* sockets ever switched to the Reno fallback (no ECN) */
 	u64 fallback_sockets; /* sockets currently running the Reno fallback */
-	u64 fallback_failed; /* fallback switch refused by the kernel */
+	u64 fallback_refused; /* fallback refused by the kernel: sent to its reno */
 	u64 alpha_updates;   /* per-window alpha updates */
 	u64 loss_reactions;  /* halvings on loss (recovery entry or RTO) */
 	u64 ssthresh_repairs; /* impossible ssthresh seen and recomputed, see dctcp_core_guard */

@@ -386,6 +386,9 @@ pub struct Instance {
     pub inits: u64,
     pub fallbacks: u64,
     pub fallback_sockets: u64,
+    /// Switches to the fallback the kernel refused; those flows went to
+    /// the kernel's reno.
+    pub fallback_refused: u64,
     pub alpha_updates: u64,
     pub loss_reactions: u64,
     pub ssthresh_repairs: u64,
@@ -488,6 +491,7 @@ pub fn describe(dir: &InstanceDir) -> Result<Instance> {
         inits: s.inits,
         fallbacks: s.fallbacks,
         fallback_sockets: s.fallback_sockets,
+        fallback_refused: s.fallback_refused,
         alpha_updates: s.alpha_updates,
         loss_reactions: s.loss_reactions,
         ssthresh_repairs: s.ssthresh_repairs,

@@ -39,6 +39,12 @@ pub fn instances(list: &[Instance], json: bool) -> Result<()> {
                 "  (NOT registered: stale pins; loader detach it)"
             }
         );
+        if i.fallback_refused > 0 {
+            println!(
+                "{:<11} {} flows without ECN were refused {} and run the kernel's reno",
+                "", i.fallback_refused, i.fallback
+            );
+        }
     }
     Ok(())
 }

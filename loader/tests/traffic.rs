@@ -157,6 +157,59 @@ fn without_ecn_the_flow_falls_back_to_reno_and_stops_sending_ect() {
     );
 }
 
+/// Issue 37's flow with no `init`: when the kernel refuses the switch to
+/// `<name>_reno` (here: unregistered, by unpinning its link), the socket
+/// stays on DCTCP's ops with no DCTCP state. Left there it would send ECT
+/// (the kernel sets it after `.init` for an algorithm that needs ECN) to a
+/// receiver that never echoes CE: a flow a marking switch marks and nothing
+/// slows. It must go to the kernel's own Reno instead, without ECT, and
+/// the refusal must be counted.
+#[test]
+fn a_refused_fallback_lands_on_the_kernels_reno_and_is_counted() {
+    require_root();
+    let a = Attached::new("t_fbr", &[]);
+    let link = format!("/sys/fs/bpf/dctcp-bpf/{}/fallback_link", a.name);
+    std::fs::remove_file(&link).unwrap();
+    assert!(
+        (0..50).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            !registered(&a.fallback())
+        }),
+        "{} still registered after its link was unpinned",
+        a.fallback()
+    );
+    let pair = Pair::new();
+    pair.server.sysctl("net.ipv4.tcp_ecn", "0").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let capture = count_ecn_marks(&pair.server, &pair.server_if, PORT, stop.clone());
+
+    let t = Transfer::start(&pair, "t_fbr", None, 16 * MB, 16 * MB);
+    t.wait_paused();
+    let listed = a.listed();
+    let (client, server) = t.finish();
+    stop.store(true, Ordering::Relaxed);
+    let (data, ect) = capture.join().unwrap().unwrap();
+    eprintln!(
+        "captured {data} data segments, {ect} with ECT; client ran {}",
+        client.ca_at_start
+    );
+
+    assert_eq!(server.bytes, 32 * MB);
+    assert_eq!(
+        client.ca_at_start, "reno",
+        "the client moved to the kernel's Reno"
+    );
+    assert_eq!(listed["fallback_refused"], 1, "{listed}");
+    assert_eq!(listed["fallbacks"], 0, "{listed}");
+    let text = loader_ok(&["list"]);
+    assert!(
+        text.contains("1 flows without ECN were refused t_fbr_reno"),
+        "{text}"
+    );
+    assert!(data >= 20, "captured only {data} data segments");
+    assert_eq!(ect, 0, "{ect} of {data} data segments carried ECT");
+}
+
 #[test]
 fn detach_while_a_flow_runs_lets_it_complete() {
     require_root();

@@ -400,6 +400,16 @@ pub fn run_bulk(
         // Whether it had ECN says why, where a flow never got through: one
         // without it sends Not-ECT, which a marking switch drops above K
         // (Star::ecn_everywhere keeps a lost SYN from causing that).
+        // A DCTCP flow without ECN moves to a Reno (its own fallback, or the
+        // kernel's where that was refused): not the algorithm under test.
+        if sport != 0 && cc_used != f.cc {
+            eprintln!(
+                "lab: flow {i} asked for {} and ran {cc_used} ({}): its figures are not {}'s",
+                f.cc,
+                ecn_word(info.ecn),
+                f.cc
+            );
+        }
         if reset_at_close {
             eprintln!(
                 "lab: flow {i} ({}, {}) was still stalled 15 s after the run and its receiver \
