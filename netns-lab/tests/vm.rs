@@ -597,3 +597,64 @@ fn the_call_timer_agrees_with_bpf_stats_and_times_the_kernels_dctcp() {
         k.calls
     );
 }
+
+/// Issue 37: the strict branches of tests/faults.rs, which this project's
+/// 6.18 host seldom reaches (the kernel issue strikes most of its runs, and
+/// a struck run is judged more loosely), run where the issue has never
+/// struck: every bpf_dctcp outcome must show no guard repair, and the same
+/// judge then takes its strict branch. `just vm-test 7.3` (`just
+/// test-slow`) runs them; 6.12 skips them, `just test` has no room left.
+fn spared(o: &Value, what: &str) {
+    assert!(
+        !common::struck(o),
+        "the kernel issue struck {what} on stock {:?}: guard repairs {}",
+        kernel(),
+        o["guard_repairs"]
+    );
+}
+
+const RATE_BPS: f64 = 20e6;
+
+#[test]
+#[ignore = "stock-kernel VM only: just vm-test 7.3"]
+fn strict_random_loss_halves_once_per_recovery() {
+    for p in ["0.001", "0.01"] {
+        let dir = queue(
+            &format!("strict-loss-{p}"),
+            "bpf_dctcp:bpf-step,cubic:bpf-step",
+            &["--loss", p],
+        );
+        let (ours, cubic) = (
+            outcome(&dir, "20M-bpf_dctcp-bpf-step"),
+            outcome(&dir, "20M-cubic-bpf-step"),
+        );
+        spared(&ours, "random loss");
+        common::faults::judge_random_loss(&ours, &cubic, p.parse().unwrap(), RATE_BPS);
+    }
+}
+
+#[test]
+#[ignore = "stock-kernel VM only: just vm-test 7.3"]
+fn strict_ack_loss_stalls_nothing() {
+    let dir = queue(
+        "strict-ackloss",
+        "bpf_dctcp:bpf-step",
+        &["--ack-loss", "0.1"],
+    );
+    let o = outcome(&dir, "20M-bpf_dctcp-bpf-step");
+    spared(&o, "ACK loss");
+    common::faults::judge_ack_loss(&o, RATE_BPS);
+}
+
+#[test]
+#[ignore = "stock-kernel VM only: just vm-test 7.3"]
+fn strict_reordering_drops_nothing_for_bpf_dctcp() {
+    let dir = queue(
+        "strict-reorder",
+        "bpf_dctcp:bpf-step,cubic:bpf-step",
+        &["--reorder", "0.01"],
+    );
+    let ours = outcome(&dir, "20M-bpf_dctcp-bpf-step");
+    spared(&ours, "reordering");
+    common::faults::judge_reorder(&ours, &outcome(&dir, "20M-cubic-bpf-step"), RATE_BPS);
+}

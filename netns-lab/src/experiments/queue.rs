@@ -393,20 +393,16 @@ fn write_run(
         )
         .collect();
     let mut w = dir.csv("throughput.csv", &header.join(","))?;
-    let iv = scn.interval.as_secs_f64();
-    let n = o.flows.iter().map(|f| f.series.len()).max().unwrap_or(0);
+    // Every flow's series shares one clock (the sampler reads all at once).
+    let points: Vec<Vec<(f64, f64)>> = o.flows.iter().map(|f| f.rate_points()).collect();
+    let n = points.iter().map(Vec::len).max().unwrap_or(0);
     for i in 0..n {
-        let row: Vec<String> = o
-            .flows
+        let t = points.iter().find_map(|p| p.get(i)).map_or(0.0, |p| p.0);
+        let row: Vec<String> = points
             .iter()
-            .map(|f| {
-                format!(
-                    "{:.3}",
-                    f.series.get(i).copied().unwrap_or(0) as f64 * 8.0 / iv / 1e6
-                )
-            })
+            .map(|p| format!("{:.3}", p.get(i).map_or(0.0, |p| p.1)))
             .collect();
-        writeln!(w, "{:.1},{}", (i + 1) as f64 * iv, row.join(","))?;
+        writeln!(w, "{t:.3},{}", row.join(","))?;
     }
     drop(w);
     plot::draw(
@@ -423,12 +419,7 @@ fn write_run(
                 .iter()
                 .map(|f| Series {
                     name: format!("flow {} ({})", f.sender, f.cc_used),
-                    points: f
-                        .series
-                        .iter()
-                        .enumerate()
-                        .map(|(i, b)| ((i + 1) as f64 * iv, *b as f64 * 8.0 / iv / 1e6))
-                        .collect(),
+                    points: f.rate_points(),
                 })
                 .collect(),
         )

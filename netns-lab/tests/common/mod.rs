@@ -3,6 +3,8 @@
 
 use std::process::{Command, Output};
 
+pub mod faults;
+
 /// One test at a time within a binary: experiments measure queues and must
 /// not compete for the CPUs, and the leftover checks count namespaces.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());

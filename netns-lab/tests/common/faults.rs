@@ -1,0 +1,251 @@
+//! What the fault tests (tests/faults.rs) judge, shared with the stock-kernel
+//! tier (tests/vm.rs), which runs the same judgments where the kernel issue
+//! (README "Known issue") does not strike: there each judge takes its
+//! strict branch, the one this host's runs seldom reach.
+
+use serde_json::Value;
+
+use super::struck;
+
+pub fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+pub fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Goodput of all flows after the warmup, bit/s.
+pub fn goodput(o: &Value) -> f64 {
+    o["goodput_bps"].as_array().unwrap().iter().map(f).sum()
+}
+
+/// The flows kept the link of `rate_bps` busy through the fault (at
+/// 100 Mbit/s on the host they fill 94.5-95.7 % of it as goodput with or
+/// without one).
+pub fn assert_link_busy(o: &Value, rate_bps: f64, what: &str) {
+    let g = goodput(o);
+    assert!(
+        g >= 0.85 * rate_bps,
+        "{what}: goodput {:.1} Mbit/s",
+        g / 1e6
+    );
+}
+
+/// Sum over the senders of a tcp_info field.
+pub fn senders(o: &Value, field: &str) -> u64 {
+    o["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|fl| u(&fl["info"][field]))
+        .sum()
+}
+
+/// Sum over the traced flows whose init ran (their `start` event) of a
+/// loss-reaction field. A flow traced without one ran with zeroed state and
+/// none of the ACK path: the known issue's family on this machine's 6.18
+/// (README), reported by the run, not a finding about loss.
+pub fn reactions(o: &Value, field: &str) -> u64 {
+    o["trace_check"]["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|fl| u(&fl["starts"]) > 0)
+        .map(|fl| u(&fl["loss"][field]))
+        .sum()
+}
+
+/// Traced flows whose init never ran (see `reactions`).
+pub fn never_started(o: &Value) -> usize {
+    o["trace_check"]["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|fl| u(&fl["starts"]) == 0)
+        .count()
+}
+
+/// Sum over the traced flows of a field of their check.
+pub fn traced(o: &Value, field: &str) -> u64 {
+    o["trace_check"]["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|fl| u(&fl[field]))
+        .sum()
+}
+
+/// Flows that negotiated ECN.
+pub fn ecn_flows(o: &Value) -> usize {
+    o["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|fl| fl["info"]["ecn"] == true)
+        .count()
+}
+
+/// The most consecutive intervals of a flow's series that delivered under a
+/// tenth of its median: a flow stalled there.
+pub fn longest_stall(series: &[u64]) -> usize {
+    let mut sorted = series.to_vec();
+    sorted.sort_unstable();
+    let floor = sorted[sorted.len() / 2] / 10;
+    let (mut run, mut longest) = (0, 0);
+    for &b in series {
+        run = if b < floor { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
+}
+
+/// Whether `hits` of `n` draws is a plausible outcome of probability `p`:
+/// within five binomial standard deviations (and one draw) of n p.
+pub fn binomial(hits: u64, n: u64, p: f64) -> bool {
+    let (mean, sd) = (n as f64 * p, (n as f64 * p * (1.0 - p)).sqrt());
+    (hits as f64 - mean).abs() <= 5.0 * sd + 1.0
+}
+
+/// Random loss at probability `p`: the losses and retransmissions of both
+/// runs, their goodput side by side, and bpf_dctcp's loss reactions (see
+/// the test in tests/faults.rs for the spread these bounds come from).
+pub fn judge_random_loss(ours: &Value, cubic: &Value, p: f64, rate_bps: f64) {
+    for (o, what) in [(ours, "bpf_dctcp"), (cubic, "cubic")] {
+        let d = &o["faults"]["data"];
+        let (seen, dropped) = (u(&d["seen"]), u(&d["dropped"]));
+        assert!(
+            binomial(dropped, seen, p),
+            "{what}: dropped {dropped} of {seen} at {p}"
+        );
+        let retrans = senders(o, "total_retrans");
+        assert!(
+            retrans as f64 >= 0.6 * dropped as f64,
+            "{what}: {retrans} retransmissions for {dropped} segments lost"
+        );
+        assert_link_busy(o, rate_bps, what);
+    }
+    let ratio = goodput(ours) / goodput(cubic);
+    assert!(
+        (0.9..=1.1).contains(&ratio),
+        "goodput bpf_dctcp / cubic {ratio:.3} at {p} loss"
+    );
+
+    if never_started(ours) > 0 {
+        // The loss counts are the run's; its recoveries are only those
+        // of the flows that started: not comparable.
+        eprintln!(
+            "{} of bpf_dctcp's flows ran without init (guard repairs {}): loss reactions not judged at {p}",
+            never_started(ours),
+            ours["guard_repairs"]
+        );
+        assert!(
+            struck(ours),
+            "a flow ran without init and the guard saw nothing"
+        );
+        return;
+    }
+    let dropped = u(&ours["faults"]["data"]["dropped"]);
+    let recoveries = reactions(ours, "recoveries");
+    let (seen, halved) = (
+        reactions(ours, "recoveries_seen"),
+        reactions(ours, "halved_once"),
+    );
+    let (quick, after_cwr) = (
+        reactions(ours, "cuts_within_half_rtt"),
+        reactions(ours, "cuts_within_half_rtt_after_cwr"),
+    );
+    assert!(
+        recoveries as f64 >= 0.5 * dropped as f64
+            && recoveries as f64 <= 1.15 * dropped as f64 + 3.0,
+        "{recoveries} recoveries for {dropped} losses"
+    );
+    assert_eq!(halved, seen, "recoveries that did not halve exactly once");
+    assert!(
+        seen as f64 >= 0.9 * recoveries as f64,
+        "{seen} of {recoveries} recoveries traced"
+    );
+    assert_eq!(
+        quick, after_cwr,
+        "a second cut within an RTT not after a recovery from CWR"
+    );
+    assert!(
+        quick as f64 <= 0.1 * recoveries as f64 + 1.0,
+        "{quick} second cuts within an RTT in {recoveries} recoveries"
+    );
+}
+
+/// 10 % of the receiver's pure ACKs lost (tests/faults.rs): no flow stalls
+/// (one the known issue struck may resume within 5 intervals), and the ECN
+/// echo stays true.
+pub fn judge_ack_loss(o: &Value, rate_bps: f64) {
+    let a = &o["faults"]["acks"];
+    assert!(
+        binomial(u(&a["dropped"]), u(&a["seen"]), 0.1),
+        "ACK loss: {a}"
+    );
+    let allowed = if struck(o) { 5 } else { 0 };
+    for fl in o["flows"].as_array().unwrap() {
+        let series: Vec<u64> = fl["series"].as_array().unwrap().iter().map(u).collect();
+        let after_warmup = &series[series.len() / 4..series.len() - 1];
+        let stall = longest_stall(after_warmup);
+        assert!(
+            stall <= allowed,
+            "{stall} stalled intervals in a row (guard repairs {}; {allowed} allowed): {series:?}",
+            o["guard_repairs"]
+        );
+        if stall > 0 {
+            eprintln!(
+                "known issue: guard repairs {}, a flow stalled {stall} intervals: {series:?}",
+                o["guard_repairs"]
+            );
+        }
+    }
+    let (delivered, ce) = (
+        traced(o, "sender_delivered"),
+        traced(o, "sender_delivered_ce"),
+    );
+    let (rx, rx_ce) = (traced(o, "receiver_pkts"), traced(o, "receiver_ce_pkts"));
+    let (f_sender, f_rx) = (ce as f64 / delivered as f64, rx_ce as f64 / rx as f64);
+    assert!(f_rx > 0.02, "too few marks to compare: {f_rx}");
+    assert!(
+        (f_sender - f_rx).abs() <= 0.1 * f_rx,
+        "F at the sender {f_sender:.4} against CE at the receiver {f_rx:.4}"
+    );
+    assert_link_busy(o, rate_bps, "bpf_dctcp");
+}
+
+/// 1 % of data segments reordered (tests/faults.rs): every detour comes
+/// back, both senders see it, bpf_dctcp drops nothing (unless the known
+/// issue struck) and retransmits spuriously no more than cubic.
+pub fn judge_reorder(ours: &Value, cubic: &Value, rate_bps: f64) {
+    let mut retrans = Vec::new();
+    for (run, o) in [("bpf_dctcp", ours), ("cubic", cubic)] {
+        let d = &o["faults"]["data"];
+        let (seen, sent, back) = (u(&d["seen"]), u(&d["reordered"]), u(&d["returned"]));
+        assert_eq!(sent, back, "{run}: detoured segments lost: {d}");
+        assert_eq!(u(&d["detour_failed"]), 0, "{run}: {d}");
+        assert!(
+            binomial(sent, seen, 0.01),
+            "{run}: reordered {sent} of {seen}"
+        );
+        assert!(
+            senders(o, "reord_seen") > 0,
+            "{run}: the senders saw no reordering"
+        );
+        // cubic's retransmissions leave Not-ECT and the step marker drops
+        // them above K (0-2 per run); bpf_dctcp's keep ECT, and only a
+        // burst of the known issue (README) overflows the buffer.
+        if run.contains("dctcp") && !struck(o) {
+            assert_eq!(u(&o["drops"]), 0, "{run}: drops");
+        }
+        assert_link_busy(o, rate_bps, run);
+        retrans.push(senders(o, "total_retrans"));
+    }
+    assert!(
+        retrans[0] as f64 <= 1.5 * retrans[1] as f64 + 10.0,
+        "spurious retransmits: bpf_dctcp {} against cubic {}",
+        retrans[0],
+        retrans[1]
+    );
+}
