@@ -1,21 +1,16 @@
 //! `lab`: network-namespace experiments for DCTCP.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use netns_lab::experiments::queue;
-use netns_lab::experiments::variants::VariantsConfig;
-use netns_lab::experiments::xdctcp::{Grid, Setting, XdctcpConfig};
-use netns_lab::experiments::{Experiment, StarArgs};
+use netns_lab::experiments::Experiment;
 use netns_lab::prefix::HTB_STATE;
 use netns_lab::results::ResultsDir;
-use netns_lab::units::parse_rate;
 use tc_qdisc::hysteresis::Hysteresis;
 
 /// Network-namespace labs for DCTCP: a switch that marks ECN at a threshold
@@ -47,18 +42,6 @@ Lab hosts use 198.18.0.0/15 and send traffic only inside the lab's namespaces.
 Every namespace, veth, pin and program a run creates is removed on success,
 error and Ctrl-C; `lab cleanup` removes what a killed run left. Needs root.
 Exit status: 0 success, 1 failure, 2 bad input (nothing was built), 4 not root.";
-
-/// The star at one bottleneck rate.
-#[derive(Debug, clap::Args)]
-struct OneRate {
-    /// Bottleneck rate (100M, 1G, ...).
-    #[arg(long, value_parser = parse_rate, default_value = "100M")]
-    rate: u64,
-    #[command(flatten)]
-    star: StarArgs,
-    #[command(flatten)]
-    rtt: netns_lab::delay::RttArgs,
-}
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -133,52 +116,7 @@ enum Command {
     /// claim (6.646 % lower short-flow delay at equal throughput). Round trip
     /// (--rtt) by default 500us below 1 Gbit/s, 100us at 1 Gbit/s and above
     /// (seed 003 is a simulation of a data center and names none).
-    Xdctcp {
-        /// Short runs for tests and a first look: 5 s, one round, 2-point sweep.
-        #[arg(long)]
-        quick: bool,
-        #[command(flatten)]
-        link: OneRate,
-        /// Mean short-flow arrivals per second.
-        #[arg(long, default_value_t = 40.0)]
-        short_rate: f64,
-        /// Smallest short flow, bytes.
-        #[arg(long, default_value_t = 10_000)]
-        short_min: u64,
-        /// Largest short flow, bytes.
-        #[arg(long, default_value_t = 100_000)]
-        short_max: u64,
-        /// xDCTCP's short/long threshold in bytes sent (its short_bytes).
-        #[arg(long, default_value_t = 1 << 20)]
-        short_bytes: u64,
-        /// xDCTCP's gain in the head-to-head runs.
-        #[arg(long, default_value_t = 0.09, allow_negative_numbers = true)]
-        g: f64,
-        /// xDCTCP's short-flow factor in the head-to-head runs.
-        #[arg(long, default_value_t = 0.3, allow_negative_numbers = true)]
-        ns: f64,
-        /// xDCTCP's long-flow factor in the head-to-head runs.
-        #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
-        nl: f64,
-        /// Head-to-head rounds (default 3, 1 with --quick).
-        #[arg(long)]
-        rounds: Option<usize>,
-        /// Seconds per head-to-head run (default 20, 5 with --quick).
-        #[arg(long)]
-        duration: Option<f64>,
-        /// Sweep: reduced (12 settings), full (seed 003's 390) or none.
-        #[arg(long, value_enum, default_value = "reduced")]
-        grid: Grid,
-        /// Seconds per sweep run (default 8, 4 with --quick).
-        #[arg(long)]
-        sweep_duration: Option<f64>,
-        /// Seed of the short flows' arrivals and sizes.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Results directory (default results/xdctcp/<timestamp>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    Xdctcp(netns_lab::experiments::xdctcp::XdctcpArgs),
     /// DCTCP against each modification of seed 002, side by side.
     ///
     /// Plain bpf_dctcp and bpf_kdctcp attached under their own names with
@@ -190,22 +128,7 @@ enum Command {
     /// trip (--rtt) by default 500us below 1 Gbit/s, 100us at 1 Gbit/s and
     /// above, data-center RTTs (seed 002's 25 ms is its Internet scenario,
     /// `--rate 10M --rtt 25ms`).
-    Variants {
-        /// Short runs for tests and a first look: 4 s, one round.
-        #[arg(long)]
-        quick: bool,
-        #[command(flatten)]
-        link: OneRate,
-        /// Rounds over all contenders (default 2, 1 with --quick).
-        #[arg(long)]
-        rounds: Option<usize>,
-        /// Seconds per run (default 10, 4 with --quick).
-        #[arg(long)]
-        duration: Option<f64>,
-        /// Results directory (default results/variants/<timestamp>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    Variants(netns_lab::experiments::variants::VariantsArgs),
     /// Incast: N workers answer one aggregator at once (the DCTCP paper's
     /// incast experiment).
     ///
@@ -219,47 +142,7 @@ enum Command {
     /// against N, and where timeouts start beside the paper's 10 (TCP) and
     /// 35 (DCTCP) senders. Round trip (--rtt) by default 100us at 1 Gbit/s
     /// and above (the paper's testbed), 500us below.
-    Incast {
-        /// N = 1, 4, 16 with 20 rounds, for tests and a first look.
-        #[arg(long)]
-        quick: bool,
-        /// Bottleneck rate (100M, 1G, ...).
-        #[arg(long, value_parser = parse_rate, default_value = "1G")]
-        rate: u64,
-        /// Marking threshold K for bpf_dctcp, packets.
-        #[arg(long, default_value_t = 20)]
-        k: u32,
-        /// Switch buffer, packets (the paper: a static 100).
-        #[arg(long, default_value_t = 100)]
-        buffer: u32,
-        /// Worker counts to sweep, comma-separated (1 to 256).
-        #[arg(
-            long,
-            value_delimiter = ',',
-            default_value = "1,2,4,8,16,24,32,40,48,64"
-        )]
-        workers: Vec<usize>,
-        /// Bytes per round, split evenly over the workers.
-        #[arg(long, default_value_t = 1_000_000)]
-        response_bytes: u64,
-        /// --response-bytes is what each worker sends, not the total.
-        #[arg(long)]
-        per_worker: bool,
-        /// Rounds per N and algorithm (default 200, 20 with --quick).
-        #[arg(long)]
-        rounds: Option<u64>,
-        /// RTO_min of the workers' routes, ms.
-        #[arg(long, default_value_t = 10)]
-        rto_min_ms: u32,
-        /// Algorithms: bpf_dctcp (attached for the run) and kernel ones.
-        #[arg(long, value_delimiter = ',', default_value = "bpf_dctcp,cubic,reno")]
-        algorithms: Vec<String>,
-        #[command(flatten)]
-        rtt: netns_lab::delay::RttArgs,
-        /// Results directory (default results/incast/<timestamp>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    Incast(netns_lab::experiments::incast::IncastArgs),
     /// RPC tail latency and fairness, DCTCP against cubic (seed 004).
     ///
     /// --senders rpcgen workers answer a Poisson stream of RPCs of the --mix
@@ -269,46 +152,7 @@ enum Command {
     /// retransmissions, drops, and CPU per GB of senders and receiver, in a
     /// table shaped like seed 004's Figures 5 and 6. Round trip (--rtt) by
     /// default 100us at 1 Gbit/s and above, 500us below.
-    Rpc {
-        /// 4 s runs.
-        #[arg(long)]
-        quick: bool,
-        /// Bottleneck rate (100M, 1G, ...).
-        #[arg(long, value_parser = parse_rate, default_value = "1G")]
-        rate: u64,
-        /// Marking threshold K for bpf_dctcp, packets.
-        #[arg(long, default_value_t = 20)]
-        k: u32,
-        /// Switch buffer, packets (deep: cubic builds standing queues in it).
-        #[arg(long, default_value_t = 425)]
-        buffer: u32,
-        /// Sending hosts (seed 004: 2 or 3).
-        #[arg(long, default_value_t = 3)]
-        senders: usize,
-        /// RPC sizes and their share of the RPCs, size:weight,...
-        #[arg(long, default_value = "10000:0.5,1000000:0.5")]
-        mix: netns_lab::rpc::Mix,
-        /// Offered load as a fraction of the bottleneck.
-        #[arg(long, default_value_t = 0.6)]
-        load: f64,
-        /// Seconds per algorithm (default 20, 4 with --quick).
-        #[arg(long)]
-        duration: Option<f64>,
-        /// Persistent connections per sender.
-        #[arg(long, default_value_t = 8)]
-        connections: usize,
-        /// Algorithms: bpf_dctcp (attached for the run) and kernel ones.
-        #[arg(long, value_delimiter = ',', default_value = "bpf_dctcp,cubic")]
-        algorithms: Vec<String>,
-        #[command(flatten)]
-        rtt: netns_lab::delay::RttArgs,
-        /// Seed of arrivals and sizes (the same for every algorithm).
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Results directory (default results/rpc/<timestamp>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    Rpc(netns_lab::experiments::rpc::RpcArgs),
     /// What bpf_dctcp, its tracing and the BPF switch cost (`just bench`).
     ///
     /// Each comparison is measured side by side in one run, alternating A and
@@ -322,54 +166,7 @@ enum Command {
     /// reads the queue, by bpf_stats, perf and BPF_PROG_TEST_RUN; set-up and
     /// tear-down time and memory of stars of N senders. Ends with every goal
     /// (PASS, MISS, UNRESOLVED). Writes a JSON report.
-    Bench {
-        /// 2 rounds, 256 MiB transfers, 2 s switch runs, stars of 1 and 16.
-        #[arg(long)]
-        quick: bool,
-        /// Rounds of every comparison, 1 to 500 (default 5, 2 with
-        /// --quick). CPU per GB spreads by about 15 % per round on a small
-        /// guest: a 95 % interval of the median narrower than 3 % takes
-        /// about 100.
-        #[arg(long)]
-        rounds: Option<usize>,
-        /// MiB per bulk transfer (default 1024, 256 with --quick).
-        #[arg(long)]
-        mib: Option<u64>,
-        /// Kernel algorithms to compare bpf_dctcp with.
-        #[arg(long, value_delimiter = ',', default_value = "reno,cubic")]
-        baselines: Vec<String>,
-        /// Leave out bpf_dctcp traced per window and per ACK.
-        #[arg(long)]
-        no_tracing: bool,
-        /// Seconds per switch run, 0 to skip (default 4, 2 with --quick).
-        #[arg(long)]
-        switch_secs: Option<f64>,
-        /// Leave out the switch's cost from perf's samples (perf record -a
-        /// -g, from linux-perf), which needs perf and adds a set of runs.
-        #[arg(long)]
-        no_perf: bool,
-        /// Star sizes to set up and tear down (default 1,16,64,256; 1,16
-        /// with --quick).
-        #[arg(long, value_delimiter = ',')]
-        scale: Option<Vec<usize>>,
-        /// Rates of the delay section: each without a delay and at every
-        /// --delays with every --delay-backends (cubic on droptail).
-        #[arg(long, value_delimiter = ',', value_parser = parse_rate, default_value = "100M,1G")]
-        delay_rates: Vec<u64>,
-        /// Round trips of the delay section.
-        #[arg(long, value_delimiter = ',', value_parser = netns_lab::delay::parse_duration, default_value = "100us,1ms,8ms,25ms")]
-        delays: Vec<Duration>,
-        /// Backends of the delay section (netem where the kernel has it).
-        #[arg(long, value_delimiter = ',', value_enum, default_value = "auto")]
-        delay_backends: Vec<netns_lab::delay::DelayBackend>,
-        /// Seconds per delay-section run, 0 to skip the section (default 6,
-        /// 4 with --quick).
-        #[arg(long)]
-        delay_secs: Option<f64>,
-        /// JSON report (default bench/results/<timestamp>.json).
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    Bench(netns_lab::bench::BenchArgs),
     /// What this kernel offers the lab, and what to use where it falls short.
     Doctor {
         /// One JSON array for scripts.
@@ -422,193 +219,11 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
         Command::Sawtooth(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
         Command::Convergence(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
         Command::Coexist(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
-        Command::Xdctcp {
-            quick,
-            link: OneRate { rate, star, rtt },
-            short_rate,
-            short_min,
-            short_max,
-            short_bytes,
-            g,
-            ns,
-            nl,
-            rounds,
-            duration,
-            grid,
-            sweep_duration,
-            seed,
-            out,
-        } => {
-            let secs = |v: Option<f64>, normal: f64, short: f64| {
-                Duration::from_secs_f64(v.unwrap_or(if quick { short } else { normal }))
-            };
-            let mut settings = grid.settings();
-            if quick && grid == Grid::Reduced {
-                // Two points: the seed's best and DCTCP's own factors.
-                settings = vec![
-                    Setting::SEED_BEST,
-                    Setting {
-                        g: 0.0625,
-                        ns: 0.5,
-                        nl: 0.5,
-                    },
-                ];
-            }
-            let cfg = XdctcpConfig {
-                rate_bps: rate,
-                rtt,
-                k: star.k,
-                buffer_pkts: star.buffer,
-                long_flows: star.flows,
-                short_per_second: short_rate,
-                short_min_bytes: short_min,
-                short_max_bytes: short_max,
-                short_bytes,
-                duration: secs(duration, 20.0, 5.0),
-                warmup: Duration::from_secs(2),
-                rounds: rounds.unwrap_or(if quick { 1 } else { 3 }),
-                setting: Setting { g, ns, nl },
-                grid: settings,
-                sweep_duration: secs(sweep_duration, 8.0, 4.0),
-                seed,
-            };
-            experiment(&cfg, out.as_deref(), htb, &stop)?;
-        }
-        Command::Variants {
-            quick,
-            link: OneRate { rate, star, rtt },
-            rounds,
-            duration,
-            out,
-        } => {
-            let cfg = VariantsConfig {
-                rate_bps: rate,
-                rtt,
-                k: star.k,
-                buffer_pkts: star.buffer,
-                flows: star.flows,
-                duration: Duration::from_secs_f64(duration.unwrap_or(if quick {
-                    4.0
-                } else {
-                    10.0
-                })),
-                warmup: Duration::from_secs(if quick { 1 } else { 2 }),
-                rounds: rounds.unwrap_or(if quick { 1 } else { 2 }),
-            };
-            experiment(&cfg, out.as_deref(), htb, &stop)?;
-        }
-        Command::Incast {
-            quick,
-            rate,
-            k,
-            buffer,
-            workers,
-            response_bytes,
-            per_worker,
-            rounds,
-            rto_min_ms,
-            algorithms,
-            rtt,
-            out,
-        } => {
-            let cfg = netns_lab::experiments::incast::IncastConfig {
-                rate_bps: rate,
-                rtt,
-                k,
-                buffer_pkts: buffer,
-                workers: if quick { vec![1, 4, 16] } else { workers },
-                response_bytes,
-                per_worker,
-                rounds: rounds.unwrap_or(if quick { 20 } else { 200 }),
-                rto_min_ms,
-                algorithms,
-            };
-            experiment(&cfg, out.as_deref(), htb, &stop)?;
-        }
-        Command::Rpc {
-            quick,
-            rate,
-            k,
-            buffer,
-            senders,
-            mix,
-            load,
-            duration,
-            connections,
-            algorithms,
-            rtt,
-            seed,
-            out,
-        } => {
-            let cfg = netns_lab::experiments::rpc::RpcConfig {
-                rate_bps: rate,
-                rtt,
-                k,
-                buffer_pkts: buffer,
-                senders,
-                mix,
-                load,
-                duration: Duration::from_secs_f64(
-                    duration.unwrap_or(if quick { 4.0 } else { 20.0 }).max(0.0),
-                ),
-                connections,
-                algorithms,
-                seed,
-            };
-            experiment(&cfg, out.as_deref(), htb, &stop)?;
-        }
-        Command::Bench {
-            quick,
-            rounds,
-            mib,
-            baselines,
-            no_tracing,
-            switch_secs,
-            no_perf,
-            scale,
-            delay_rates,
-            delays,
-            delay_backends,
-            delay_secs,
-            out,
-        } => {
-            let delay_secs = delay_secs.unwrap_or(if quick { 4.0 } else { 6.0 });
-            let cfg = netns_lab::bench::BenchConfig {
-                rounds: rounds.unwrap_or(if quick { 2 } else { 5 }),
-                bytes: mib.unwrap_or(if quick { 256 } else { 1024 }) << 20,
-                baselines,
-                tracing: !no_tracing,
-                switch_secs: switch_secs.unwrap_or(if quick { 2.0 } else { 4.0 }),
-                perf: !no_perf,
-                scale: scale.unwrap_or(if quick {
-                    vec![1, 16]
-                } else {
-                    vec![1, 16, 64, 256]
-                }),
-                delay: (delay_secs > 0.0).then(|| netns_lab::delay_bench::DelayBenchConfig {
-                    rates_bps: delay_rates,
-                    delays,
-                    backends: delay_backends,
-                    duration: Duration::from_secs_f64(delay_secs),
-                }),
-            };
-            cfg.validate()
-                .map_err(|e| anyhow::Error::new(loader::error::UsageError(format!("{e:#}"))))?;
-            require_root()?;
-            loader::preflight::require_btf()?;
-            loader::preflight::require_struct_ops()?;
-            let path = out.unwrap_or_else(|| {
-                PathBuf::from("bench/results")
-                    .join(format!("{}.json", netns_lab::results::timestamp()))
-            });
-            let report = netns_lab::bench::run(&cfg, &stop)?;
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)?;
-            }
-            std::fs::write(&path, serde_json::to_string_pretty(&report)?)?;
-            print!("{}", netns_lab::bench::table(&report));
-            println!("report: {}", path.display());
-        }
+        Command::Xdctcp(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
+        Command::Variants(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
+        Command::Incast(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
+        Command::Rpc(args) => experiment(&args.config(), args.out.as_deref(), htb, &stop)?,
+        Command::Bench(args) => netns_lab::bench::command(&args, &stop)?,
         Command::Doctor { json } => {
             require_root()?;
             let checks = netns_lab::doctor::run()?;

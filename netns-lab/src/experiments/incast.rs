@@ -446,6 +446,72 @@ fn summary(cfg: &IncastConfig, runs: &[IncastRun]) -> String {
     s
 }
 
+/// `lab incast`'s options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct IncastArgs {
+    /// N = 1, 4, 16 with 20 rounds, for tests and a first look.
+    #[arg(long)]
+    pub quick: bool,
+    /// Bottleneck rate (100M, 1G, ...).
+    #[arg(long, value_parser = crate::units::parse_rate, default_value = "1G")]
+    pub rate: u64,
+    /// Marking threshold K for bpf_dctcp, packets.
+    #[arg(long, default_value_t = 20)]
+    pub k: u32,
+    /// Switch buffer, packets (the paper: a static 100).
+    #[arg(long, default_value_t = 100)]
+    pub buffer: u32,
+    /// Worker counts to sweep, comma-separated (1 to 256).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,4,8,16,24,32,40,48,64"
+    )]
+    pub workers: Vec<usize>,
+    /// Bytes per round, split evenly over the workers.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub response_bytes: u64,
+    /// --response-bytes is what each worker sends, not the total.
+    #[arg(long)]
+    pub per_worker: bool,
+    /// Rounds per N and algorithm (default 200, 20 with --quick).
+    #[arg(long)]
+    pub rounds: Option<u64>,
+    /// RTO_min of the workers' routes, ms.
+    #[arg(long, default_value_t = 10)]
+    pub rto_min_ms: u32,
+    /// Algorithms: bpf_dctcp (attached for the run) and kernel ones.
+    #[arg(long, value_delimiter = ',', default_value = "bpf_dctcp,cubic,reno")]
+    pub algorithms: Vec<String>,
+    #[command(flatten)]
+    pub rtt: crate::delay::RttArgs,
+    /// Results directory (default results/incast/<timestamp>).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+}
+
+impl IncastArgs {
+    pub fn config(&self) -> IncastConfig {
+        let quick = self.quick;
+        IncastConfig {
+            rate_bps: self.rate,
+            rtt: self.rtt.clone(),
+            k: self.k,
+            buffer_pkts: self.buffer,
+            workers: if quick {
+                vec![1, 4, 16]
+            } else {
+                self.workers.clone()
+            },
+            response_bytes: self.response_bytes,
+            per_worker: self.per_worker,
+            rounds: self.rounds.unwrap_or(if quick { 20 } else { 200 }),
+            rto_min_ms: self.rto_min_ms,
+            algorithms: self.algorithms.clone(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

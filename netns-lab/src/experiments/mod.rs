@@ -41,6 +41,18 @@ pub struct StarArgs {
     pub flows: usize,
 }
 
+/// The star at one bottleneck rate.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OneRate {
+    /// Bottleneck rate (100M, 1G, ...).
+    #[arg(long, value_parser = crate::units::parse_rate, default_value = "100M")]
+    pub rate: u64,
+    #[command(flatten)]
+    pub star: StarArgs,
+    #[command(flatten)]
+    pub rtt: crate::delay::RttArgs,
+}
+
 /// One (C, RTT) setting: `100M@8ms`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Pair {

@@ -394,6 +394,72 @@ fn summary(cfg: &RpcConfig, runs: &[RpcRun]) -> String {
     s
 }
 
+/// `lab rpc`'s options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RpcArgs {
+    /// 4 s runs.
+    #[arg(long)]
+    pub quick: bool,
+    /// Bottleneck rate (100M, 1G, ...).
+    #[arg(long, value_parser = crate::units::parse_rate, default_value = "1G")]
+    pub rate: u64,
+    /// Marking threshold K for bpf_dctcp, packets.
+    #[arg(long, default_value_t = 20)]
+    pub k: u32,
+    /// Switch buffer, packets (deep: cubic builds standing queues in it).
+    #[arg(long, default_value_t = 425)]
+    pub buffer: u32,
+    /// Sending hosts (seed 004: 2 or 3).
+    #[arg(long, default_value_t = 3)]
+    pub senders: usize,
+    /// RPC sizes and their share of the RPCs, size:weight,...
+    #[arg(long, default_value = "10000:0.5,1000000:0.5")]
+    pub mix: crate::rpc::Mix,
+    /// Offered load as a fraction of the bottleneck.
+    #[arg(long, default_value_t = 0.6)]
+    pub load: f64,
+    /// Seconds per algorithm (default 20, 4 with --quick).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Persistent connections per sender.
+    #[arg(long, default_value_t = 8)]
+    pub connections: usize,
+    /// Algorithms: bpf_dctcp (attached for the run) and kernel ones.
+    #[arg(long, value_delimiter = ',', default_value = "bpf_dctcp,cubic")]
+    pub algorithms: Vec<String>,
+    #[command(flatten)]
+    pub rtt: crate::delay::RttArgs,
+    /// Seed of arrivals and sizes (the same for every algorithm).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Results directory (default results/rpc/<timestamp>).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+}
+
+impl RpcArgs {
+    pub fn config(&self) -> RpcConfig {
+        let quick = self.quick;
+        RpcConfig {
+            rate_bps: self.rate,
+            rtt: self.rtt.clone(),
+            k: self.k,
+            buffer_pkts: self.buffer,
+            senders: self.senders,
+            mix: self.mix.clone(),
+            load: self.load,
+            duration: Duration::from_secs_f64(
+                self.duration
+                    .unwrap_or(if quick { 4.0 } else { 20.0 })
+                    .max(0.0),
+            ),
+            connections: self.connections,
+            algorithms: self.algorithms.clone(),
+            seed: self.seed,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

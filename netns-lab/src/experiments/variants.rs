@@ -22,7 +22,7 @@ use tc_qdisc::Bottleneck;
 use crate::cc::LabCc;
 use crate::cctrace::CcTrace;
 use crate::delay::{datacenter_rtt, RttArgs, RttMeasured};
-use crate::experiments::{repairs_note, run_scenario, table_header};
+use crate::experiments::{repairs_note, run_scenario, table_header, OneRate};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::scenario::{Outcome, Scenario};
@@ -539,6 +539,46 @@ fn summary(cfg: &VariantsConfig, runs: &[VariantRun]) -> String {
          raw: `r<round>-<contender>/cc_trace.csv.gz` (every traced event), `outcome.json`, `runs.json`."
     );
     s
+}
+
+/// `lab variants`'s options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct VariantsArgs {
+    /// Short runs for tests and a first look: 4 s, one round.
+    #[arg(long)]
+    pub quick: bool,
+    #[command(flatten)]
+    pub link: OneRate,
+    /// Rounds over all contenders (default 2, 1 with --quick).
+    #[arg(long)]
+    pub rounds: Option<usize>,
+    /// Seconds per run (default 10, 4 with --quick).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Results directory (default results/variants/<timestamp>).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+}
+
+impl VariantsArgs {
+    pub fn config(&self) -> VariantsConfig {
+        let quick = self.quick;
+        let OneRate { rate, star, rtt } = &self.link;
+        VariantsConfig {
+            rate_bps: *rate,
+            rtt: rtt.clone(),
+            k: star.k,
+            buffer_pkts: star.buffer,
+            flows: star.flows,
+            duration: Duration::from_secs_f64(self.duration.unwrap_or(if quick {
+                4.0
+            } else {
+                10.0
+            })),
+            warmup: Duration::from_secs(if quick { 1 } else { 2 }),
+            rounds: self.rounds.unwrap_or(if quick { 1 } else { 2 }),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use tc_qdisc::Bottleneck;
 
 use crate::cc::LabCc;
 use crate::delay::{datacenter_rtt, RttArgs, RttMeasured};
-use crate::experiments::{repairs_note, run_scenario, table_header};
+use crate::experiments::{repairs_note, run_scenario, table_header, OneRate};
 use crate::plot::{self, Chart, Series};
 use crate::results::ResultsDir;
 use crate::scenario::{Outcome, Scenario};
@@ -608,6 +608,99 @@ fn summary(
          size, completion time)."
     );
     s
+}
+
+/// `lab xdctcp`'s options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct XdctcpArgs {
+    /// Short runs for tests and a first look: 5 s, one round, 2-point sweep.
+    #[arg(long)]
+    pub quick: bool,
+    #[command(flatten)]
+    pub link: OneRate,
+    /// Mean short-flow arrivals per second.
+    #[arg(long, default_value_t = 40.0)]
+    pub short_rate: f64,
+    /// Smallest short flow, bytes.
+    #[arg(long, default_value_t = 10_000)]
+    pub short_min: u64,
+    /// Largest short flow, bytes.
+    #[arg(long, default_value_t = 100_000)]
+    pub short_max: u64,
+    /// xDCTCP's short/long threshold in bytes sent (its short_bytes).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub short_bytes: u64,
+    /// xDCTCP's gain in the head-to-head runs.
+    #[arg(long, default_value_t = 0.09, allow_negative_numbers = true)]
+    pub g: f64,
+    /// xDCTCP's short-flow factor in the head-to-head runs.
+    #[arg(long, default_value_t = 0.3, allow_negative_numbers = true)]
+    pub ns: f64,
+    /// xDCTCP's long-flow factor in the head-to-head runs.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub nl: f64,
+    /// Head-to-head rounds (default 3, 1 with --quick).
+    #[arg(long)]
+    pub rounds: Option<usize>,
+    /// Seconds per head-to-head run (default 20, 5 with --quick).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Sweep: reduced (12 settings), full (seed 003's 390) or none.
+    #[arg(long, value_enum, default_value = "reduced")]
+    pub grid: Grid,
+    /// Seconds per sweep run (default 8, 4 with --quick).
+    #[arg(long)]
+    pub sweep_duration: Option<f64>,
+    /// Seed of the short flows' arrivals and sizes.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Results directory (default results/xdctcp/<timestamp>).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+}
+
+impl XdctcpArgs {
+    pub fn config(&self) -> XdctcpConfig {
+        let quick = self.quick;
+        let secs = |v: Option<f64>, normal: f64, short: f64| {
+            Duration::from_secs_f64(v.unwrap_or(if quick { short } else { normal }))
+        };
+        let mut settings = self.grid.settings();
+        if quick && self.grid == Grid::Reduced {
+            // Two points: the seed's best and DCTCP's own factors.
+            settings = vec![
+                Setting::SEED_BEST,
+                Setting {
+                    g: 0.0625,
+                    ns: 0.5,
+                    nl: 0.5,
+                },
+            ];
+        }
+        let OneRate { rate, star, rtt } = &self.link;
+        XdctcpConfig {
+            rate_bps: *rate,
+            rtt: rtt.clone(),
+            k: star.k,
+            buffer_pkts: star.buffer,
+            long_flows: star.flows,
+            short_per_second: self.short_rate,
+            short_min_bytes: self.short_min,
+            short_max_bytes: self.short_max,
+            short_bytes: self.short_bytes,
+            duration: secs(self.duration, 20.0, 5.0),
+            warmup: Duration::from_secs(2),
+            rounds: self.rounds.unwrap_or(if quick { 1 } else { 3 }),
+            setting: Setting {
+                g: self.g,
+                ns: self.ns,
+                nl: self.nl,
+            },
+            grid: settings,
+            sweep_duration: secs(self.sweep_duration, 8.0, 4.0),
+            seed: self.seed,
+        }
+    }
 }
 
 #[cfg(test)]
