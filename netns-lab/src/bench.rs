@@ -1247,7 +1247,19 @@ pub fn table(r: &BenchReport) -> String {
     s
 }
 
-/// `lab bench`'s options.
+/// What bpf_dctcp, its tracing and the BPF switch cost (`just bench`).
+///
+/// Each comparison is measured side by side in one run, alternating A and
+/// B every round, and printed as a ratio with its spread and the 95 %
+/// interval of its median: CPU per GB and throughput of bpf_dctcp
+/// against the kernel's algorithms (bulk over a veth pair, offloads off)
+/// and with tracing per window and per ACK; ns per call of every
+/// struct_ops program (kernel.bpf_stats_enabled, in a separate transfer)
+/// against its Reno fallback's; the lab bottleneck's top goodput with and without the BPF marker, and
+/// the marker's ns per packet against an empty program and one that only
+/// reads the queue, by bpf_stats, perf and BPF_PROG_TEST_RUN; set-up and
+/// tear-down time and memory of stars of N senders. Ends with every goal
+/// (PASS, MISS, UNRESOLVED). Writes a JSON report.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
     /// 2 rounds, 256 MiB transfers, 2 s switch runs, stars of 1 and 16.

@@ -83,3 +83,17 @@ pub fn cleanup(include_live: bool) -> Result<Vec<String>> {
     }
     Ok(removed)
 }
+
+/// `lab cleanup`: removes what killed runs left (with `all`, live ones'
+/// too) and names each thing removed.
+pub fn command(all: bool) -> Result<()> {
+    loader::preflight::require_root("lab")?;
+    let removed = cleanup(all)?;
+    if removed.is_empty() {
+        println!("nothing to clean up");
+    }
+    for r in removed {
+        println!("removed {r}");
+    }
+    Ok(())
+}

@@ -59,3 +59,22 @@ pub fn run() -> Result<Vec<Check>> {
     checks.push(delay_element_check(&a, &v.a));
     Ok(checks)
 }
+
+/// `lab doctor`: one line per feature (or `--json`, one array).
+pub fn command(json: bool) -> Result<()> {
+    loader::preflight::require_root("lab")?;
+    let checks = run()?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&checks)?);
+        return Ok(());
+    }
+    for c in checks {
+        println!(
+            "{:<40} {:<4} {}",
+            c.feature,
+            if c.available { "yes" } else { "NO" },
+            c.note
+        );
+    }
+    Ok(())
+}

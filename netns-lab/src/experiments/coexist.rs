@@ -121,7 +121,22 @@ pub enum Part {
     Starvation,
 }
 
-/// `lab coexist`'s options.
+/// DCTCP beside Reno through one queue: seed 002's dual AQM.
+///
+/// bpf_dctcp (ECN; or, with --dctcp seed002, bpf_kdctcp with seed 002's
+/// four modifications) and the kernel's reno (ECN off) share a 10 Mbit/s
+/// bottleneck at 25 ms through `bpf-dual`: one queue, two RED profiles
+/// on their own averages of it, ECN-capable packets marked by the DCTCP
+/// profile, Not-ECT packets dropped by the Reno profile (Min_Thresh M,
+/// Max_Thresh 3 M, Max_Prob 0.1, w 0.002). Parts: step (K / M swept per
+/// M, the seed's Fig. 5 and Table I with a two-Reno baseline), flows (N
+/// DCTCP against one Reno, Fig. 6), slope (Max_Prob_DCTCP swept, Figs.
+/// 7-9, beside the seed's equation 3), equal (the equal-sharing rule
+/// over M, Fig. 10), starvation (one step marker for both classes).
+/// About 55 min by default. Writes results/coexist/<timestamp>/:
+/// runs.csv, runs.json, step.png, flows.png, slope.png,
+/// max_fairness.png, equal.png, summary.md (our Table I beside the
+/// seed's).
 #[derive(Debug, Clone, clap::Args)]
 pub struct CoexistArgs {
     /// Short runs of a few points for tests and a first look: M = BDP / 4
@@ -619,7 +634,6 @@ impl CoRun {
 }
 
 pub fn run(cfg: &CoexistConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<CoRun>> {
-    cfg.validate()?;
     out.write_json("config.json", cfg)?;
     let cc = cfg.dctcp.attach()?;
     let ours = Some(&cc);
@@ -1241,6 +1255,8 @@ fn label_of(r: &CoRun) -> String {
     };
     p.label()
 }
+
+crate::experiments::register!("coexist", CoexistArgs => CoexistConfig);
 
 #[cfg(test)]
 mod tests {

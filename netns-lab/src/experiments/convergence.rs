@@ -43,7 +43,19 @@ const PAPER_SAYS: &str = "DCTCP takes a few round trips longer than TCP to reach
 
 pub const DEFAULT_VARIANTS: &str = "bpf_dctcp:bpf-step,cubic:droptail,reno:droptail";
 
-/// `lab convergence`'s options.
+/// Convergence and fairness as flows come and go (seed 000, paper Fig. 16).
+///
+/// One long flow; the other senders (default 4 more) join one every
+/// --join (30 s), then leave one every --leave in the order they came,
+/// or any --schedule. bpf_dctcp on bpf-step at K against cubic and reno
+/// on droptail, at 100 Mbit/s (RTT 500us) and 1 Gbit/s (100us). After
+/// each change: the time until every flow stays within --tolerance of
+/// the fair share for --hold, per --interval and on --smooth means;
+/// over each phase: Jain's index, each flow's coefficient of variation,
+/// the queue and drops. The paper: DCTCP converges a few round trips
+/// slower, with less variability.
+/// Writes results/convergence/<timestamp>/: rates_<rate>.png (the
+/// paper's figure), convergence.png, rates.csv, phases.csv, summary.md.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ConvergenceArgs {
     /// 100 Mbit/s only, 3 senders, a change every 5 s.
@@ -516,7 +528,6 @@ pub fn run(
     out: &ResultsDir,
     stop: &Arc<AtomicBool>,
 ) -> Result<Vec<ConvRun>> {
-    cfg.validate()?;
     out.write_json("config.json", cfg)?;
     let names: Vec<String> = cfg.variants.iter().map(|v| v.cc.clone()).collect();
     let algorithms = Algorithms::attach(&names)?;
@@ -926,6 +937,8 @@ fn verdict(rate: u64, d: &ConvRun, tcp: &[&ConvRun]) -> String {
         if steadier { "steadier, as the paper says" } else { "not steadier than every TCP, unlike the paper" },
     )
 }
+
+crate::experiments::register!("convergence", ConvergenceArgs => ConvergenceConfig);
 
 #[cfg(test)]
 mod tests {

@@ -33,7 +33,15 @@ use crate::scenario::{Outcome, Scenario};
 /// Seed 001: "the queue under-runs below K / K_opt of about 2".
 pub const SEED_K_MIN_RATIO: f64 = 2.0;
 
-/// `lab ksweep`'s options.
+/// Marking threshold K against C x RTT / 7 (seed 001).
+///
+/// For each (rate, RTT) pair, long bpf_dctcp flows through bpf-step at
+/// each K of a log-spaced grid of K / K_opt (1/4 to 10, K_opt = C x RTT
+/// / 7), then a bisection for K_min, the smallest K whose queue is empty
+/// at most --empty-target of the time, beside the seed's "about 2 K_opt".
+/// Writes results/ksweep/<timestamp>/: runs.csv, the queue for several K
+/// (seed 001 Fig. 1), time empty and utilization against K / K_opt
+/// (Fig. 2), summary.md.
 #[derive(Debug, Clone, clap::Args)]
 pub struct KsweepArgs {
     /// Two pairs (100 Mbit/s at 8 ms and at 1 ms), 4 points, 4 s runs, 2
@@ -307,7 +315,6 @@ fn search_k_min(
 }
 
 pub fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<KMin>> {
-    cfg.validate()?;
     out.write_json("config.json", cfg)?;
     let algorithms = Algorithms::attach(&["bpf_dctcp".to_string()])?;
     let ours = algorithms.ours("bpf_dctcp");
@@ -637,6 +644,8 @@ fn summary(cfg: &KsweepConfig, runs: &[KRun], found: &[KMin]) -> String {
     );
     s
 }
+
+crate::experiments::register!("ksweep", KsweepArgs => KsweepConfig);
 
 #[cfg(test)]
 mod tests {

@@ -10,6 +10,7 @@ pub mod sawtooth;
 pub mod variants;
 pub mod xdctcp;
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -120,101 +121,77 @@ pub fn run_scenario(
 }
 
 /// One experiment of `lab`: checked before anything touches the kernel, run
-/// into results/<NAME>/<timestamp>/.
+/// into results/<NAME>/<timestamp>/. `register!` implements it.
 pub trait Experiment {
     const NAME: &'static str;
-    fn validate(&self) -> Result<()>;
-    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()>;
+    /// Bad input, named, before anything is built.
+    fn check(&self) -> Result<()>;
+    /// The runs, their analysis, plots and summary, into `out`.
+    fn execute(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()>;
 }
 
-impl Experiment for ksweep::KsweepConfig {
-    const NAME: &'static str = "ksweep";
-    fn validate(&self) -> Result<()> {
-        ksweep::KsweepConfig::validate(self)
-    }
-    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
-        ksweep::run(self, out, stop).map(drop)
-    }
+/// An experiment's command-line options (`lab <NAME> --help`).
+pub trait ExperimentArgs {
+    type Config: Experiment;
+    fn config(&self) -> Self::Config;
+    /// `--out`: the results directory instead of results/<NAME>/<timestamp>.
+    fn out(&self) -> Option<&Path>;
 }
 
-impl Experiment for sawtooth::SawtoothConfig {
-    const NAME: &'static str = "sawtooth";
-    fn validate(&self) -> Result<()> {
-        sawtooth::SawtoothConfig::validate(self)
-    }
-    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
-        sawtooth::run(self, out, stop).map(drop)
-    }
-}
+/// Registers an experiment module: `register!("name", Args => Config)`,
+/// where `Args::config` builds the configuration, `Config::validate` checks
+/// it and the module's `run` runs it.
+macro_rules! register {
+    ($name:literal, $args:ty => $config:ty) => {
+        impl $crate::experiments::Experiment for $config {
+            const NAME: &'static str = $name;
+            fn check(&self) -> anyhow::Result<()> {
+                <$config>::validate(self)
+            }
+            fn execute(
+                &self,
+                out: &$crate::results::ResultsDir,
+                stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+            ) -> anyhow::Result<()> {
+                run(self, out, stop).map(drop)
+            }
+        }
 
-impl Experiment for convergence::ConvergenceConfig {
-    const NAME: &'static str = "convergence";
-    fn validate(&self) -> Result<()> {
-        convergence::ConvergenceConfig::validate(self)
-    }
-    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
-        convergence::run(self, out, stop).map(drop)
-    }
+        impl $crate::experiments::ExperimentArgs for $args {
+            type Config = $config;
+            fn config(&self) -> $config {
+                <$args>::config(self)
+            }
+            fn out(&self) -> Option<&std::path::Path> {
+                self.out.as_deref()
+            }
+        }
+    };
 }
+pub(crate) use register;
 
-impl Experiment for coexist::CoexistConfig {
-    const NAME: &'static str = "coexist";
-    fn validate(&self) -> Result<()> {
-        coexist::CoexistConfig::validate(self)
-    }
-    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
-        coexist::run(self, out, stop).map(drop)
-    }
-}
-
-impl Experiment for queue::QueueConfig {
-    const NAME: &'static str = "queue";
-    fn validate(&self) -> Result<()> {
-        queue::validate(self)
-    }
-    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
-        queue::run(self, out, stop).map(drop)
-    }
-}
-
-impl Experiment for xdctcp::XdctcpConfig {
-    const NAME: &'static str = "xdctcp";
-    fn validate(&self) -> Result<()> {
-        xdctcp::validate(self)
-    }
-    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
-        xdctcp::run(self, out, stop).map(drop)
-    }
-}
-
-impl Experiment for incast::IncastConfig {
-    const NAME: &'static str = "incast";
-    fn validate(&self) -> Result<()> {
-        incast::IncastConfig::validate(self)
-    }
-    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
-        incast::run(self, out, stop).map(drop)
-    }
-}
-
-impl Experiment for rpc::RpcConfig {
-    const NAME: &'static str = "rpc";
-    fn validate(&self) -> Result<()> {
-        rpc::RpcConfig::validate(self)
-    }
-    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
-        rpc::run(self, out, stop).map(drop)
-    }
-}
-
-impl Experiment for variants::VariantsConfig {
-    const NAME: &'static str = "variants";
-    fn validate(&self) -> Result<()> {
-        variants::validate(self)
-    }
-    fn run(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()> {
-        variants::run(self, out, stop).map(drop)
-    }
+/// `lab <experiment>`: checks the configuration (bad input is a usage
+/// error, before anything touches the kernel), holds htb's hysteresis mode
+/// for the run unless told not to, runs the experiment into
+/// results/<NAME>/<timestamp>/ (or `--out`) and says where its summary is.
+pub fn launch<A: ExperimentArgs>(
+    args: &A,
+    htb_hysteresis: bool,
+    stop: &Arc<AtomicBool>,
+) -> Result<()> {
+    let usage = |e: anyhow::Error| anyhow::Error::new(loader::error::UsageError(format!("{e:#}")));
+    let cfg = args.config();
+    cfg.check().map_err(usage)?;
+    tc_qdisc::marker::require_kernel().map_err(usage)?;
+    loader::preflight::require_root("lab")?;
+    let _htb = htb_hysteresis
+        .then(|| tc_qdisc::hysteresis::Hysteresis::hold(Path::new(crate::prefix::HTB_STATE)))
+        .transpose()?;
+    let dir = ResultsDir::create(&queue::default_root(), A::Config::NAME, args.out())?;
+    cfg.execute(&dir, stop)?;
+    println!("results: {}", dir.path.display());
+    println!("summary: {}", dir.file("summary.md").display());
+    Ok(())
 }
 
 /// A markdown table's header row and its separator.

@@ -40,7 +40,16 @@ const SEED_SAYS: &str =
     "queue about capped at 22 and 30 for N = 2 and 10, flows not synchronized, \
                          time scale an order of magnitude off the theory; N = 40 did not run";
 
-/// `lab sawtooth`'s options.
+/// The sawtooth of N flows against DCTCP's analysis (seed 000, paper Fig. 12).
+///
+/// N long bpf_dctcp flows (default 2, 10, 40) through bpf-step at K (20)
+/// at each (rate, RTT) pair (default 100M@500us, seed 000's, and
+/// 1G@100us, the paper's). The queue's top, bottom, amplitude and period
+/// (autocorrelation of the queue over time) beside Qmax = K + N,
+/// A = 1/2 sqrt(2N (C x RTT + K)) and T_c = A / N round trips, and how
+/// synchronized the flows' windows were (the analysis assumes they are).
+/// Writes results/sawtooth/<timestamp>/: runs.csv, per run the queue with
+/// the theory's band and the flows' cwnd, summary.md.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SawtoothArgs {
     /// 100 Mbit/s at 500 us only, N = 2 and 10, 6 s runs.
@@ -321,7 +330,6 @@ fn measure(pair: Pair, n: usize, k: u32, data: &RunData) -> SawRun {
 }
 
 pub fn run(cfg: &SawtoothConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<SawRun>> {
-    cfg.validate()?;
     out.write_json("config.json", cfg)?;
     let algorithms = Algorithms::attach(&["bpf_dctcp".to_string()])?;
     let ours = algorithms.ours("bpf_dctcp");
@@ -742,6 +750,8 @@ fn summary(cfg: &SawtoothConfig, runs: &[SawRun]) -> String {
     );
     s
 }
+
+crate::experiments::register!("sawtooth", SawtoothArgs => SawtoothConfig);
 
 #[cfg(test)]
 mod tests {
