@@ -60,7 +60,7 @@ test-fast: _root
         r=0
         cargo test --release --workspace --lib --bins || r=1
         cargo test --release -p loader --tests --no-fail-fast || r=1
-        cargo test --release -p netns-lab --no-fail-fast --test switch --test probe --test rtt --test docs || r=1
+        cargo test --release -p netns-lab --no-fail-fast --test switch --test probe --test rtt --test docs --test layout || r=1
         cargo test --release -p netns-lab --tests --no-fail-fast -- refuse refused exit_2 lacks_says || r=1
         tools/bpf-stack-check || r=1
         exit $r
@@ -170,8 +170,8 @@ mutants *ARGS: _root
     set -uo pipefail
     min=${MIN:-90}
     cargo mutants --no-shuffle --output target/mutants-analysis -p netns-lab -p loader \
-        -f netns-lab/src/stats.rs -f netns-lab/src/theory.rs -f netns-lab/src/schedule.rs \
-        -f netns-lab/src/fairness.rs -f netns-lab/src/units.rs -f loader/src/params.rs \
+        -f netns-lab/src/stats.rs -f netns-lab/src/measure/theory.rs -f netns-lab/src/traffic/schedule.rs \
+        -f netns-lab/src/measure/fairness.rs -f netns-lab/src/units.rs -f loader/src/params.rs \
         -f loader/src/algo.rs -f loader/src/model.rs {{ARGS}} -- --lib
     cargo mutants --no-shuffle --output target/mutants-instance -p loader \
         -f loader/src/instance.rs -f loader/src/attach_file.rs -f loader/src/preflight.rs {{ARGS}} \

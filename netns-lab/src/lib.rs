@@ -1,38 +1,23 @@
-//! Network-namespace labs for DCTCP: topologies of namespaces and veths,
-//! traffic, experiments, results and plots.
+//! Network-namespace labs for DCTCP. The library in rooms, each importing
+//! only the rooms below it (tests/layout.rs checks it):
+//!
+//! - `experiments`: one file per `lab` subcommand (options, plan, analysis,
+//!   plots, summary), and `bench`;
+//! - `measure`: one run of a scenario and what is measured in it;
+//! - `traffic`: what the lab sends;
+//! - `net`: the namespaces, links, delay element and faults it sends over;
+//! - `report`: results folders, plots, shared tables; with `units`, `rng`
+//!   and `stats` below everything.
 
-pub mod bench;
-pub mod calltime;
-pub mod cc;
-pub mod cctrace;
-pub mod cleanup;
-pub mod delay;
-pub mod delay_bench;
-pub mod delayline;
-pub mod doctor;
 pub mod experiments;
-pub mod fairness;
-pub mod faults;
-pub mod netns;
-pub mod oscillation;
-pub mod plot;
-pub mod prefix;
-pub mod profile;
-pub mod results;
+pub mod measure;
+pub mod net;
+pub mod report;
 pub mod rng;
-pub mod rpc;
-pub mod rpcstar;
-pub mod scenario;
-pub mod schedule;
-pub mod shortflows;
 pub mod stats;
-pub mod tcpinfo;
-pub mod theory;
-pub mod topology;
 pub mod traffic;
 pub mod units;
-pub mod veth;
 
-pub use netns::Netns;
-pub use prefix::Prefix;
-pub use veth::Veth;
+pub use net::netns::Netns;
+pub use net::prefix::Prefix;
+pub use net::veth::Veth;

@@ -50,7 +50,7 @@ enum Command {
     Variants(netns_lab::experiments::variants::VariantsArgs),
     Incast(netns_lab::experiments::incast::IncastArgs),
     Rpc(netns_lab::experiments::rpc::RpcArgs),
-    Bench(netns_lab::bench::BenchArgs),
+    Bench(netns_lab::experiments::bench::BenchArgs),
     /// What this kernel offers the lab, and what to use where it falls short.
     Doctor {
         /// One JSON array for scripts.
@@ -80,9 +80,9 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
         Command::Variants(args) => launch(&args, htb, &stop),
         Command::Incast(args) => launch(&args, htb, &stop),
         Command::Rpc(args) => launch(&args, htb, &stop),
-        Command::Bench(args) => netns_lab::bench::command(&args, &stop),
-        Command::Doctor { json } => netns_lab::doctor::command(json),
-        Command::Cleanup { all } => netns_lab::cleanup::command(all),
+        Command::Bench(args) => netns_lab::experiments::bench::command(&args, &stop),
+        Command::Doctor { json } => netns_lab::net::doctor::command(json),
+        Command::Cleanup { all } => netns_lab::net::cleanup::command(all),
     }
 }
 

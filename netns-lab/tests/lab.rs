@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use netns_lab::topology::{Star, StarSpec};
+use netns_lab::net::topology::{Star, StarSpec};
 use serde_json::Value;
 
 mod common;
@@ -348,7 +348,7 @@ fn a_backend_this_kernel_lacks_says_what_works_instead() {
 fn lab_objects_of(pid: u32) -> Vec<String> {
     // Lock files name the owner pid; a lab's namespaces share its prefix.
     let mut found = Vec::new();
-    if let Ok(d) = std::fs::read_dir(netns_lab::prefix::LOCK_DIR) {
+    if let Ok(d) = std::fs::read_dir(netns_lab::net::prefix::LOCK_DIR) {
         for e in d.flatten() {
             let p = e.path();
             if std::fs::read_to_string(&p).is_ok_and(|s| s.trim() == pid.to_string()) {
@@ -486,7 +486,7 @@ fn two_labs_at_once_do_not_interfere() {
     }
     // Both held htb's hysteresis mode; the last one out put it back.
     assert_eq!(htb_hysteresis(), htb_before);
-    assert!(!Path::new(netns_lab::prefix::HTB_STATE).exists());
+    assert!(!Path::new(netns_lab::net::prefix::HTB_STATE).exists());
 }
 
 #[test]
@@ -503,7 +503,7 @@ fn a_64_sender_star_builds_and_tears_down() {
     last.ns
         .run(|| {
             let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
-            s.send_to(b"x", (netns_lab::topology::RECEIVER_ADDR, 9))
+            s.send_to(b"x", (netns_lab::net::topology::RECEIVER_ADDR, 9))
                 .unwrap();
         })
         .unwrap();
@@ -528,7 +528,7 @@ fn every_lab_host_negotiates_ecn_without_the_syn_fallback() {
     let _serial = serial();
     let star = Star::build(&StarSpec::senders(3)).unwrap();
     star.ecn_everywhere().unwrap();
-    let read = |ns: &netns_lab::netns::Netns, key: &str| {
+    let read = |ns: &netns_lab::net::netns::Netns, key: &str| {
         let path = format!("/proc/sys/net/ipv4/{key}");
         ns.run(move || std::fs::read_to_string(path).unwrap().trim().to_string())
             .unwrap()
@@ -1251,7 +1251,7 @@ fn one_dctcp_run<'a>(rate: &'a str, out: &'a Path, extra: &[&'a str]) -> Vec<&'a
 fn htb_hysteresis_is_held_for_the_run_and_put_back_even_after_a_kill() {
     require_root();
     let _serial = serial();
-    let state = Path::new(netns_lab::prefix::HTB_STATE);
+    let state = Path::new(netns_lab::net::prefix::HTB_STATE);
     let original = htb_hysteresis();
     assert!(!state.exists(), "a lab already holds htb hysteresis");
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loader::top::switch::{monotonic_ns, read_all, SwitchNow};
-use netns_lab::scenario::{self, Scenario};
+use netns_lab::measure::scenario::{self, Scenario};
 
 mod common;
 

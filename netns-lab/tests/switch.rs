@@ -7,7 +7,7 @@ use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use netns_lab::topology::{Star, StarSpec, RECEIVER_ADDR};
+use netns_lab::net::topology::{Star, StarSpec, RECEIVER_ADDR};
 use tc_qdisc::intf::{
     queue_action_QA_DROP, queue_action_QA_MARK, queue_action_QA_PASS, queue_action_QA_TAILDROP,
     queue_sample,

@@ -17,8 +17,8 @@ use loader::intf::{
 };
 use loader::model;
 use loader::top::switch::monotonic_ns;
-use netns_lab::cc::LabCc;
-use netns_lab::scenario::{self, RunData, Scenario};
+use netns_lab::measure::scenario::{self, RunData, Scenario};
+use netns_lab::traffic::cc::LabCc;
 
 const TCP_CA_CWR: u8 = 2;
 
@@ -289,7 +289,7 @@ fn the_guard_repairs_an_injected_ssthresh_and_the_flows_go_on() {
     // A second run on the same instance, injecting its first cut again:
     // what the labs report per run (cc::guarded) is that run's repairs
     // alone, the first run's being in the counters already.
-    let ((run2, _), repairs2, _) = netns_lab::cc::guarded(Some(&cc), || {
+    let ((run2, _), repairs2, _) = netns_lab::traffic::cc::guarded(Some(&cc), || {
         Ok(traced_run(
             &cc,
             2,

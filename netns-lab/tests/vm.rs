@@ -280,7 +280,7 @@ fn xdctcp_and_kdctcp_run_on_the_stock_kernel() {
         "cwr_growth=1",
         "fine_alpha=1",
     ];
-    let kd = netns_lab::cc::LabCc::attach(
+    let kd = netns_lab::traffic::cc::LabCc::attach(
         loader::algo::Algo::Kdctcp,
         params.iter().map(|a| a.parse().unwrap()).collect(),
     )
@@ -532,7 +532,7 @@ fn before_tcx_the_bpf_markers_are_refused_naming_6_6() {
 #[test]
 #[ignore = "stock-kernel VM only: just vm-test"]
 fn the_call_timer_agrees_with_bpf_stats_and_times_the_kernels_dctcp() {
-    use netns_lab::calltime::CallTimer;
+    use netns_lab::measure::calltime::CallTimer;
     require_vm();
     let last = || {
         libbpf_rs::query::ProgInfoIter::default()
@@ -548,8 +548,8 @@ fn the_call_timer_agrees_with_bpf_stats_and_times_the_kernels_dctcp() {
             .expect("bpf_dctcp's in_ack_event")
     };
     let before = last();
-    let cc = netns_lab::cc::LabCc::attach(loader::algo::Algo::Dctcp, vec![]).unwrap();
-    let pair = netns_lab::bench::Pair::new().unwrap();
+    let cc = netns_lab::traffic::cc::LabCc::attach(loader::algo::Algo::Dctcp, vec![]).unwrap();
+    let pair = netns_lab::experiments::bench::Pair::new().unwrap();
     pair.transfer(&cc.name, 1 << 20).unwrap();
     pair.transfer("dctcp", 1 << 20).unwrap();
 

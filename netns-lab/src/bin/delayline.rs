@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use netns_lab::delayline::{self, Route, Spec};
+use netns_lab::net::delayline::{self, Route, Spec};
 
 /// Hold every frame arriving on one interface for a constant delay, then
 /// send it out of another, in arrival order.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use netns_lab::rpc::{self, ClientSpec, Mix, Pattern};
+use netns_lab::traffic::rpc::{self, ClientSpec, Mix, Pattern};
 
 /// Request/response traffic for the lab's namespaces.
 ///

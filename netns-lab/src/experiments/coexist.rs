@@ -31,18 +31,19 @@ use serde::Serialize;
 use tc_qdisc::backend::PKT_BYTES;
 use tc_qdisc::{Backend, Bottleneck, RedProfile};
 
-use crate::cc::LabCc;
-use crate::delay::{
+use crate::experiments::run_scenario;
+use crate::experiments::variants::ALL_FOUR;
+use crate::measure::scenario::{Outcome, Scenario};
+use crate::net::delay::{
     fmt_duration, parse_duration, summary_lines, DelayBackend, RoundTrip, Rtt, RttMeasured,
 };
-use crate::experiments::queue::SEGMENT_BYTES;
-use crate::experiments::variants::ALL_FOUR;
-use crate::experiments::{repairs_line, repairs_note, run_scenario, table_header};
-use crate::plot::{self, Chart, Series};
-use crate::results::ResultsDir;
-use crate::scenario::{Outcome, Scenario};
+use crate::net::topology::sender_addr;
+use crate::net::topology::SEGMENT_BYTES;
+use crate::report::plot::{self, Chart, Series};
+use crate::report::results::ResultsDir;
+use crate::report::tables::{repairs_line, repairs_note, table_header};
 use crate::stats::jain;
-use crate::topology::sender_addr;
+use crate::traffic::cc::LabCc;
 use crate::units::{fmt_rate, parse_fraction, parse_rate};
 use loader::algo::Algo;
 
@@ -581,7 +582,7 @@ impl CoRun {
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
         let queue_pkts = o.queue_over_time.as_ref().map_or(o.queue.mean, |q| q.mean);
         // A flow at the receiver is its sender's address and port.
-        let ect_of = |flows: &[crate::traffic::FlowResult], dctcp: bool| -> u64 {
+        let ect_of = |flows: &[crate::traffic::bulk::FlowResult], dctcp: bool| -> u64 {
             o.rx.iter()
                 .filter(|rx| {
                     flows.iter().any(|f| {

@@ -21,18 +21,20 @@ use anyhow::{ensure, Result};
 use serde::Serialize;
 use tc_qdisc::Bottleneck;
 
-use crate::cc::Algorithms;
-use crate::delay::{bdp_pkts, datacenter_rtt, fmt_duration, RoundTrip, RttArgs, RttMeasured};
-use crate::experiments::queue::{backend_for, parse_variant, Variant, SEGMENT_BYTES};
-use crate::experiments::{repairs_line, repairs_note, run_scenario, table_header};
-use crate::fairness::{Criterion, Grid};
-use crate::faults::FaultArgs;
-use crate::plot::{self, Chart, Series};
-use crate::results::ResultsDir;
-use crate::scenario::{Outcome, RunData, Scenario};
-use crate::schedule::{parse_time, Phase, Schedule};
+use crate::experiments::queue::{backend_for, parse_variant, Variant};
+use crate::experiments::run_scenario;
+use crate::measure::fairness::{Criterion, Grid};
+use crate::measure::scenario::{Outcome, RunData, Scenario};
+use crate::measure::theory::{goodput_bps, PAYLOAD_SHARE};
+use crate::net::delay::{bdp_pkts, datacenter_rtt, fmt_duration, RoundTrip, RttArgs, RttMeasured};
+use crate::net::faults::FaultArgs;
+use crate::net::topology::SEGMENT_BYTES;
+use crate::report::plot::{self, Chart, Series};
+use crate::report::results::ResultsDir;
+use crate::report::tables::{repairs_line, repairs_note, table_header};
 use crate::stats::{weighted_summary, Summary};
-use crate::theory::{goodput_bps, PAYLOAD_SHARE};
+use crate::traffic::cc::Algorithms;
+use crate::traffic::schedule::{parse_time, Phase, Schedule};
 use crate::units::{fmt_rate, parse_rate, rate_tag};
 
 /// The paper (Fig. 16, 1 Gbit/s, 5 senders): DCTCP converges a few round
@@ -750,7 +752,7 @@ fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
     let _ = writeln!(
         s,
         "{}",
-        crate::delay::summary_lines(
+        crate::net::delay::summary_lines(
             runs.iter()
                 .map(|r| (format!("{} at {}", r.variant, fmt_rate(r.rate_bps)), &r.rtt))
         )
@@ -964,7 +966,7 @@ mod tests {
             smooth: Duration::from_secs(1),
             rtt: RttArgs {
                 rtt: None,
-                delay_backend: crate::delay::DelayBackend::Auto,
+                delay_backend: crate::net::delay::DelayBackend::Auto,
             },
             out: None,
         }

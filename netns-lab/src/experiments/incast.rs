@@ -16,14 +16,14 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use tc_qdisc::Bottleneck;
 
-use crate::cc::{switch_for, Algorithms};
-use crate::delay::{datacenter_rtt, RttArgs, RttMeasured};
-use crate::experiments::{repairs_line, repairs_note, table_header};
-use crate::plot::{self, Chart, Series};
-use crate::results::ResultsDir;
-use crate::rpcstar::{rpcgen, RpcStar};
+use crate::net::delay::{datacenter_rtt, RttArgs, RttMeasured};
+use crate::net::topology::MAX_SENDERS;
+use crate::report::plot::{self, Chart, Series};
+use crate::report::results::ResultsDir;
+use crate::report::tables::{repairs_line, repairs_note, table_header};
 use crate::stats::{summarize, Summary};
-use crate::topology::MAX_SENDERS;
+use crate::traffic::cc::{switch_for, Algorithms};
+use crate::traffic::rpcstar::{rpcgen, RpcStar};
 use crate::units::fmt_rate;
 
 /// The paper (Alizadeh et al. 2010, static 100-packet buffer, RTO_min
@@ -353,7 +353,7 @@ fn summary(cfg: &IncastConfig, runs: &[IncastRun]) -> String {
     let _ = writeln!(
         s,
         "{}",
-        crate::delay::summary_lines(
+        crate::net::delay::summary_lines(
             runs.iter()
                 .map(|r| (format!("{} N = {}", r.algorithm, r.workers), &r.rtt))
         )
@@ -495,7 +495,7 @@ pub struct IncastArgs {
     #[arg(long, value_delimiter = ',', default_value = "bpf_dctcp,cubic,reno")]
     pub algorithms: Vec<String>,
     #[command(flatten)]
-    pub rtt: crate::delay::RttArgs,
+    pub rtt: crate::net::delay::RttArgs,
     /// Results directory (default results/incast/<timestamp>).
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,

@@ -22,13 +22,14 @@ use serde::Serialize;
 use tc_qdisc::intf::queue_sample;
 use tc_qdisc::{Backend, Bottleneck};
 
-use crate::cc::Algorithms;
-use crate::delay::{bdp_pkts, DelayBackend, RoundTrip, Rtt};
-use crate::experiments::queue::SEGMENT_BYTES;
-use crate::experiments::{run_scenario, table_header, Pair};
-use crate::plot::{self, Chart, Series};
-use crate::results::ResultsDir;
-use crate::scenario::{Outcome, Scenario};
+use crate::experiments::{run_scenario, Pair};
+use crate::measure::scenario::{Outcome, Scenario};
+use crate::net::delay::{bdp_pkts, DelayBackend, RoundTrip, Rtt};
+use crate::net::topology::SEGMENT_BYTES;
+use crate::report::plot::{self, Chart, Series};
+use crate::report::results::ResultsDir;
+use crate::report::tables::table_header;
+use crate::traffic::cc::Algorithms;
 
 /// Seed 001: "the queue under-runs below K / K_opt of about 2".
 pub const SEED_K_MIN_RATIO: f64 = 2.0;

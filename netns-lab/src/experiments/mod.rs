@@ -1,7 +1,9 @@
 //! The experiments of the seeds, each writing a results directory.
 
+pub mod bench;
 pub mod coexist;
 pub mod convergence;
+pub mod delay_bench;
 pub mod incast;
 pub mod ksweep;
 pub mod queue;
@@ -18,14 +20,12 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use std::fmt::Write as _;
-
 use serde::Serialize;
 
-use crate::cc::LabCc;
-use crate::delay::{bdp_pkts, fmt_duration, parse_duration};
-use crate::results::ResultsDir;
-use crate::scenario::{self, RunData, Scenario};
+use crate::measure::scenario::{self, RunData, Scenario};
+use crate::net::delay::{bdp_pkts, fmt_duration, parse_duration};
+use crate::report::results::ResultsDir;
+use crate::traffic::cc::LabCc;
 use crate::units::{fmt_rate, parse_rate};
 
 /// The switch and the long flows every star experiment has.
@@ -51,7 +51,7 @@ pub struct OneRate {
     #[command(flatten)]
     pub star: StarArgs,
     #[command(flatten)]
-    pub rtt: crate::delay::RttArgs,
+    pub rtt: crate::net::delay::RttArgs,
 }
 
 /// One (C, RTT) setting: `100M@8ms`.
@@ -74,7 +74,7 @@ impl Pair {
 
     /// C x RTT / 7, packets.
     pub fn k_opt(&self) -> f64 {
-        crate::theory::k_opt(self.rate_bps, self.rtt)
+        crate::measure::theory::k_opt(self.rate_bps, self.rtt)
     }
 
     /// C x RTT, packets.
@@ -106,7 +106,7 @@ pub fn run_scenario(
     let bar = ProgressBar::new(scn.duration.as_millis() as u64);
     bar.set_style(ProgressStyle::with_template("[{pos:>5}/{len:5} ms] {bar:30} {msg}").unwrap());
     bar.set_message(msg);
-    let (mut run, (s, c, h), found) = crate::cc::guarded(ours, || {
+    let (mut run, (s, c, h), found) = crate::traffic::cc::guarded(ours, || {
         scenario::run(scn, stop, |t| bar.set_position(t.as_millis() as u64))
     })?;
     run.outcome.guard_repairs = (s, c, h);
@@ -150,7 +150,7 @@ macro_rules! register {
             }
             fn execute(
                 &self,
-                out: &$crate::results::ResultsDir,
+                out: &$crate::report::results::ResultsDir,
                 stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
             ) -> anyhow::Result<()> {
                 run(self, out, stop).map(drop)
@@ -185,72 +185,15 @@ pub fn launch<A: ExperimentArgs>(
     tc_qdisc::marker::require_kernel().map_err(usage)?;
     loader::preflight::require_root("lab")?;
     let _htb = htb_hysteresis
-        .then(|| tc_qdisc::hysteresis::Hysteresis::hold(Path::new(crate::prefix::HTB_STATE)))
+        .then(|| tc_qdisc::hysteresis::Hysteresis::hold(Path::new(crate::net::prefix::HTB_STATE)))
         .transpose()?;
-    let dir = ResultsDir::create(&queue::default_root(), A::Config::NAME, args.out())?;
+    let dir = ResultsDir::create(
+        &crate::report::results::default_root(),
+        A::Config::NAME,
+        args.out(),
+    )?;
     cfg.execute(&dir, stop)?;
     println!("results: {}", dir.path.display());
     println!("summary: {}", dir.file("summary.md").display());
     Ok(())
-}
-
-/// A markdown table's header row and its separator.
-pub fn table_header(s: &mut String, columns: &[&str]) {
-    let _ = writeln!(s, "| {} |", columns.join(" | "));
-    let _ = writeln!(s, "|{}", " --- |".repeat(columns.len()));
-}
-
-/// A summary's sentence on the guard's repairs (ssthresh, cwnd, holds) in
-/// each labelled run that had any.
-pub fn repairs_line(runs: impl Iterator<Item = (String, (u64, u64, u64))>) -> String {
-    let v: Vec<String> = runs
-        .filter(|(_, r)| *r != (0, 0, 0))
-        .map(|(label, r)| format!("{label}: {r:?}"))
-        .collect();
-    format!(
-        "Guard repairs (README \"Known issue\"): {}.",
-        if v.is_empty() {
-            "none in any run".to_string()
-        } else {
-            v.join("; ")
-        }
-    )
-}
-
-/// `(s, c, h)` guard repairs as a note for a run's line, empty if none.
-pub fn repairs_note(r: (u64, u64, u64)) -> String {
-    match r {
-        (0, 0, 0) => String::new(),
-        (s, c, h) => format!(", guard repairs {s}/{c}/{h} (README: Known issue)"),
-    }
-}
-
-/// The impossible values the guard found, for a run's line: empty if none.
-pub fn found_note((s, c): (u64, u64)) -> String {
-    let v: Vec<String> = [("ssthresh", s), ("cwnd", c)]
-        .iter()
-        .filter(|(_, v)| *v != 0)
-        .map(|(what, v)| format!("{what} {v:#x}"))
-        .collect();
-    if v.is_empty() {
-        String::new()
-    } else {
-        format!(", found {}", v.join(" and "))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_found_note_names_each_value_found_in_hex() {
-        assert_eq!(found_note((0, 0)), "");
-        assert_eq!(found_note((0x8220_34e5, 0)), ", found ssthresh 0x822034e5");
-        assert_eq!(found_note((0, 0x2709_a97e)), ", found cwnd 0x2709a97e");
-        assert_eq!(
-            found_note((0x8110_4110, 0x2709_a97e)),
-            ", found ssthresh 0x81104110 and cwnd 0x2709a97e"
-        );
-    }
 }

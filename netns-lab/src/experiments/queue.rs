@@ -14,16 +14,18 @@ use serde::Serialize;
 use tc_qdisc::intf::queue_sample;
 use tc_qdisc::{Backend, Bottleneck};
 
-use crate::cc::Algorithms;
-use crate::cctrace::CcTrace;
-use crate::delay::{datacenter_rtt, RoundTrip, RttArgs};
-use crate::experiments::{found_note, repairs_note, run_scenario, table_header, StarArgs};
-use crate::faults::FaultArgs;
-use crate::plot::{self, Chart, Series};
-use crate::results::ResultsDir;
-use crate::scenario::{Outcome, Scenario};
+use crate::experiments::{run_scenario, StarArgs};
+use crate::measure::cctrace::CcTrace;
+use crate::measure::scenario::{Outcome, Scenario};
+use crate::net::delay::{datacenter_rtt, RoundTrip, RttArgs};
+use crate::net::faults::FaultArgs;
+use crate::net::topology::SEGMENT_BYTES;
+use crate::net::topology::{Star, StarSpec};
+use crate::report::plot::{self, Chart, Series};
+use crate::report::results::ResultsDir;
+use crate::report::tables::{found_note, repairs_note, table_header};
 use crate::stats::{cdf, Summary};
-use crate::topology::{Star, StarSpec};
+use crate::traffic::cc::Algorithms;
 use crate::units::{fmt_rate, parse_rate, rate_tag};
 
 /// Queue occupancy, DCTCP against TCP (paper Fig. 1).
@@ -135,10 +137,6 @@ pub struct QueueConfig {
     pub faults: FaultArgs,
 }
 
-/// Payload of one full-sized segment on the lab's 1500-byte links (TCP
-/// timestamps on), the unit of a window in packets.
-pub const SEGMENT_BYTES: u32 = 1448;
-
 /// The largest `--rwnd-clamp`: 16 K packets, 24 MB of window.
 pub const RWND_CLAMP_MAX_PKTS: u32 = 1 << 14;
 
@@ -151,7 +149,7 @@ pub const RWND_CLAMP_FLOOR_PKTS: u32 = 64;
 /// plus a queue at K), so the cap never limits a flow's rate, and never
 /// under RWND_CLAMP_FLOOR_PKTS.
 pub fn default_rwnd_clamp_pkts(rate_bps: u64, rtt: Duration, k: u32) -> u32 {
-    let bdp = crate::delay::bdp_pkts(rate_bps, rtt).ceil() as u32;
+    let bdp = crate::net::delay::bdp_pkts(rate_bps, rtt).ceil() as u32;
     (2 * (bdp + k)).clamp(RWND_CLAMP_FLOOR_PKTS, RWND_CLAMP_MAX_PKTS)
 }
 
@@ -349,7 +347,7 @@ pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Resul
                 eprintln!("{}", trace_line(tc));
             }
             if let Some(f) = &outcome.faults {
-                eprintln!("  faults: {}", crate::faults::counts_line(f));
+                eprintln!("  faults: {}", crate::net::faults::counts_line(f));
             }
             traces.push((rate, v.label(), samples));
             outcomes.push(outcome);
@@ -557,7 +555,7 @@ fn plot_rates(
 
 /// The recorded stream in one line: events and, per flow, alpha and F
 /// beside the receiver's CE count.
-fn trace_line(tc: &crate::cctrace::TraceCheck) -> String {
+fn trace_line(tc: &crate::measure::cctrace::TraceCheck) -> String {
     let flows: Vec<String> = tc
         .flows
         .iter()
@@ -654,7 +652,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
     let _ = writeln!(
         s,
         "{}",
-        crate::delay::summary_lines(
+        crate::net::delay::summary_lines(
             outcomes
                 .iter()
                 .map(|o| (format!("{} {}", fmt_rate(o.rate_bps), o.label), &o.rtt))
@@ -752,7 +750,7 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
         let _ = writeln!(
             s,
             "{}",
-            crate::faults::summary_section(&cfg.faults, outcomes)
+            crate::measure::fault_effects::summary_section(&cfg.faults, outcomes)
         );
     }
     let _ = writeln!(s, "\n## Against theory and the reference traces\n");
@@ -975,11 +973,6 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
          samples: `<rate>-<algorithm>/queue.csv.gz`, `throughput.csv`, `cc_trace.csv.gz` (every traced event)."
     );
     s
-}
-
-/// Results land under `results/` of the current directory unless --out says.
-pub fn default_root() -> PathBuf {
-    PathBuf::from("results")
 }
 
 crate::experiments::register!("queue", QueueArgs => QueueConfig);

@@ -13,14 +13,14 @@ use anyhow::Result;
 use serde::Serialize;
 use tc_qdisc::Bottleneck;
 
-use crate::cc::{switch_for, Algorithms};
-use crate::delay::{datacenter_rtt, RttArgs, RttMeasured};
-use crate::experiments::{repairs_line, repairs_note, table_header};
-use crate::plot::{self, Chart, Series};
-use crate::results::ResultsDir;
-use crate::rpc::Mix;
-use crate::rpcstar::{rpcgen, RpcStar, TcpCounters};
+use crate::net::delay::{datacenter_rtt, RttArgs, RttMeasured};
+use crate::report::plot::{self, Chart, Series};
+use crate::report::results::ResultsDir;
+use crate::report::tables::{repairs_line, repairs_note, table_header};
 use crate::stats::jain;
+use crate::traffic::cc::{switch_for, Algorithms};
+use crate::traffic::rpc::Mix;
+use crate::traffic::rpcstar::{rpcgen, RpcStar, TcpCounters};
 use crate::units::fmt_rate;
 
 #[derive(Clone, Debug, Serialize)]
@@ -309,7 +309,7 @@ fn summary(cfg: &RpcConfig, runs: &[RpcRun]) -> String {
     let _ = writeln!(
         s,
         "{}",
-        crate::delay::summary_lines(runs.iter().map(|r| (r.algorithm.clone(), &r.rtt)))
+        crate::net::delay::summary_lines(runs.iter().map(|r| (r.algorithm.clone(), &r.rtt)))
     );
     let _ = writeln!(
         s,
@@ -421,7 +421,7 @@ pub struct RpcArgs {
     pub senders: usize,
     /// RPC sizes and their share of the RPCs, size:weight,...
     #[arg(long, default_value = "10000:0.5,1000000:0.5")]
-    pub mix: crate::rpc::Mix,
+    pub mix: crate::traffic::rpc::Mix,
     /// Offered load as a fraction of the bottleneck.
     #[arg(long, default_value_t = 0.6)]
     pub load: f64,
@@ -435,7 +435,7 @@ pub struct RpcArgs {
     #[arg(long, value_delimiter = ',', default_value = "bpf_dctcp,cubic")]
     pub algorithms: Vec<String>,
     #[command(flatten)]
-    pub rtt: crate::delay::RttArgs,
+    pub rtt: crate::net::delay::RttArgs,
     /// Seed of arrivals and sizes (the same for every algorithm).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

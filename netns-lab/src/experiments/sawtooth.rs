@@ -2,7 +2,7 @@
 //! bpf_dctcp flows against DCTCP's analysis of N synchronized flows, which
 //! puts it between K + N - A and Qmax = K + N with amplitude
 //! A = 1/2 sqrt(2N (C x RTT + K)) and period T_c = A / N round trips
-//! (`crate::theory`).
+//! (`crate::measure::theory`).
 //!
 //! Each run's queue over time (every arrival and departure) is put on a
 //! uniform grid; the period is the first peak of its autocorrelation, and
@@ -21,17 +21,18 @@ use anyhow::Result;
 use serde::Serialize;
 use tc_qdisc::Bottleneck;
 
-use crate::cc::Algorithms;
-use crate::cctrace::CcTrace;
-use crate::delay::{DelayBackend, RoundTrip, Rtt};
-use crate::experiments::queue::SEGMENT_BYTES;
-use crate::experiments::{repairs_line, repairs_note, run_scenario, table_header, Pair};
-use crate::oscillation::{self, Cycles, Period, Synchrony};
-use crate::plot::{self, Chart, Series};
-use crate::results::ResultsDir;
-use crate::scenario::{RunData, Scenario};
-use crate::theory::{packet_time, Sawtooth};
-use crate::traffic::advertised_cap_bytes;
+use crate::experiments::{run_scenario, Pair};
+use crate::measure::cctrace::CcTrace;
+use crate::measure::oscillation::{self, Cycles, Period, Synchrony};
+use crate::measure::scenario::{RunData, Scenario};
+use crate::measure::theory::{packet_time, Sawtooth};
+use crate::net::delay::{DelayBackend, RoundTrip, Rtt};
+use crate::net::topology::SEGMENT_BYTES;
+use crate::report::plot::{self, Chart, Series};
+use crate::report::results::ResultsDir;
+use crate::report::tables::{repairs_line, repairs_note, table_header};
+use crate::traffic::bulk::advertised_cap_bytes;
+use crate::traffic::cc::Algorithms;
 
 /// Seed 000's Mininet runs (100 Mbit/s, 500 us, K = 20): the queue "almost"
 /// capped at K + N for N = 2 and 10, not synchronized, time scales an

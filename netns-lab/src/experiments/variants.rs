@@ -19,15 +19,16 @@ use loader::params::Assignment;
 use serde::Serialize;
 use tc_qdisc::Bottleneck;
 
-use crate::cc::LabCc;
-use crate::cctrace::CcTrace;
-use crate::delay::{datacenter_rtt, RttArgs, RttMeasured};
-use crate::experiments::{repairs_note, run_scenario, table_header, OneRate};
-use crate::plot::{self, Chart, Series};
-use crate::results::ResultsDir;
-use crate::scenario::{Outcome, Scenario};
+use crate::experiments::{run_scenario, OneRate};
+use crate::measure::cctrace::CcTrace;
+use crate::measure::scenario::{Outcome, Scenario};
+use crate::net::delay::{datacenter_rtt, RttArgs, RttMeasured};
+use crate::report::plot::{self, Chart, Series};
+use crate::report::results::ResultsDir;
+use crate::report::tables::{repairs_note, table_header};
 use crate::stats::{cdf, jain, Summary};
-use crate::traffic::FlowResult;
+use crate::traffic::bulk::FlowResult;
+use crate::traffic::cc::LabCc;
 use crate::units::fmt_rate;
 
 /// A contender: an algorithm and the switches it runs with.
@@ -435,7 +436,7 @@ fn summary(cfg: &VariantsConfig, runs: &[VariantRun]) -> String {
     let _ = writeln!(
         s,
         "{}",
-        crate::delay::summary_lines(
+        crate::net::delay::summary_lines(
             runs.iter()
                 .map(|r| (format!("{} round {}", r.label, r.round), &r.rtt))
         )

@@ -16,14 +16,15 @@ use loader::params::Assignment;
 use serde::Serialize;
 use tc_qdisc::Bottleneck;
 
-use crate::cc::LabCc;
-use crate::delay::{datacenter_rtt, RttArgs, RttMeasured};
-use crate::experiments::{repairs_note, run_scenario, table_header, OneRate};
-use crate::plot::{self, Chart, Series};
-use crate::results::ResultsDir;
-use crate::scenario::{Outcome, Scenario};
-use crate::shortflows::{FctSummary, ShortFlow, ShortFlowSpec};
+use crate::experiments::{run_scenario, OneRate};
+use crate::measure::scenario::{Outcome, Scenario};
+use crate::net::delay::{datacenter_rtt, RttArgs, RttMeasured};
+use crate::report::plot::{self, Chart, Series};
+use crate::report::results::ResultsDir;
+use crate::report::tables::{repairs_note, table_header};
 use crate::stats::{cdf, summarize, Summary};
+use crate::traffic::cc::LabCc;
+use crate::traffic::shortflows::{FctSummary, ShortFlow, ShortFlowSpec};
 use crate::units::fmt_rate;
 
 /// Seed 003's result at its best setting (g = 0.09, ns = 0.3, nl = 1.0).
@@ -457,7 +458,7 @@ fn summary(
     let _ = writeln!(
         s,
         "{}",
-        crate::delay::summary_lines(
+        crate::net::delay::summary_lines(
             h2h.iter()
                 .chain(sweep)
                 .map(|m| (format!("{} round {}", m.label, m.round), &m.rtt))

@@ -4,8 +4,8 @@
 
 use anyhow::Result;
 
-use crate::netns::ip;
-use crate::prefix::{Prefix, HTB_STATE};
+use crate::net::netns::ip;
+use crate::net::prefix::{Prefix, HTB_STATE};
 
 /// Names of lab objects among the entries of `dir`, sorted.
 fn lab_names_in(dir: &str) -> Vec<String> {

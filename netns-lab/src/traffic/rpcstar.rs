@@ -15,15 +15,15 @@ use tc_qdisc::intf::queue_sample;
 use tc_qdisc::qdisc_stats::{self, QdiscCounters};
 use tc_qdisc::{Bottleneck, BpfSwitch};
 
-use crate::delay::{RoundTrip, RttMeasured};
-use crate::netns::Netns;
-use crate::topology::{sender_addr, Star, StarSpec};
+use crate::net::delay::{RoundTrip, RttMeasured};
+use crate::net::netns::Netns;
+use crate::net::topology::{sender_addr, Star, StarSpec};
 
 pub const WORKER_PORT: u16 = 7000;
 
 /// The rpcgen binary built beside this one.
 pub fn rpcgen() -> Result<PathBuf> {
-    crate::netns::sibling_binary("rpcgen")
+    crate::net::netns::sibling_binary("rpcgen")
 }
 
 /// The TCP MIB summed over namespaces (each has its own /proc/net):
@@ -259,12 +259,9 @@ impl RpcStar {
     /// flows').
     pub fn rtt(&mut self) -> Result<RttMeasured> {
         let element = self.star.stop_delay()?;
-        Ok(RttMeasured::new(
-            self.round_trip.as_ref(),
-            &self.star,
-            std::iter::empty(),
-            element,
-        ))
+        Ok(self
+            .star
+            .rtt_measured(self.round_trip.as_ref(), std::iter::empty(), element))
     }
 
     /// The queue at every arrival so far.

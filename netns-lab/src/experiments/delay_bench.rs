@@ -17,9 +17,9 @@ use anyhow::Result;
 use serde::Serialize;
 use tc_qdisc::{Backend, Bottleneck};
 
-use crate::delay::{bdp_pkts, fmt_duration, DelayBackend, RoundTrip, Rtt, RttMeasured};
 use crate::experiments::run_scenario;
-use crate::scenario::Scenario;
+use crate::measure::scenario::Scenario;
+use crate::net::delay::{bdp_pkts, fmt_duration, DelayBackend, RoundTrip, Rtt, RttMeasured};
 use crate::units::fmt_rate;
 
 #[derive(Clone, Debug, Serialize)]

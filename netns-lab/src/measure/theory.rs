@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::delay::bdp_pkts;
+use crate::net::delay::bdp_pkts;
 
 /// Seconds one 1500-byte packet takes at `rate_bps`: 1 / C.
 pub fn packet_time(rate_bps: u64) -> f64 {

@@ -9,7 +9,7 @@
 //! With a round trip (`--rtt`), the delay sits on the ACK path: netem on
 //! the switch's port toward each sender, or, on kernels without netem, a
 //! layer-2 namespace between the switch and the receiver whose delay
-//! element (`crate::delay`) holds the receiver's frames:
+//! element (`crate::net::delay`) holds the receiver's frames:
 //!
 //! ```text
 //! switch ── [dl: do ─ mirred ─> di ] ── receiver     data: in the kernel
@@ -27,11 +27,15 @@ use anyhow::{bail, Context, Result};
 
 use tc_qdisc::{Backend, Bottleneck};
 
-use crate::delay::{DelayBackend, Element, RoundTrip};
-use crate::delayline::{Report, Route};
-use crate::netns::Netns;
-use crate::prefix::Prefix;
-use crate::veth::{pin_neighbours, Veth};
+use crate::net::delay::{DelayBackend, Element, FlowRtt, RoundTrip, RttMeasured};
+use crate::net::delayline::{Report, Route};
+use crate::net::netns::Netns;
+use crate::net::prefix::Prefix;
+use crate::net::veth::{pin_neighbours, Veth};
+
+/// Payload of one full-sized segment on the lab's 1500-byte links (TCP
+/// timestamps on), the unit of a window in packets.
+pub const SEGMENT_BYTES: u32 = 1448;
 
 /// Most senders one star holds: one 198.18.i.0/24 each.
 pub const MAX_SENDERS: usize = 256;
@@ -165,6 +169,34 @@ fn keep_receive_off(switch: &Netns, dev: &str, cpu: usize) -> Result<()> {
 }
 
 impl Star {
+    /// The round trip a run on this star really had: the probe's and the
+    /// path's figures, each flow's (sender, tcp_info min_rtt) against what
+    /// `rt` configured, and the delay element's report.
+    pub fn rtt_measured(
+        &self,
+        rt: Option<&RoundTrip>,
+        flows: impl Iterator<Item = (usize, u32)>,
+        element: Option<Report>,
+    ) -> RttMeasured {
+        RttMeasured {
+            backend: self.delay_backend,
+            path_base_us: self.path_base.map(|d| d.as_secs_f64() * 1e6),
+            probed_us: self
+                .probed_rtt
+                .iter()
+                .map(|&(i, d)| (i, d.as_secs_f64() * 1e6))
+                .collect(),
+            flows: flows
+                .map(|(sender, min_rtt_us)| FlowRtt {
+                    sender,
+                    configured_us: rt.map(|r| r.rtt.of(sender).as_secs_f64() * 1e6),
+                    min_rtt_us,
+                })
+                .collect(),
+            element,
+        }
+    }
+
     pub fn validate(spec: &StarSpec) -> Result<()> {
         anyhow::ensure!(
             (1..=MAX_SENDERS).contains(&spec.senders),
@@ -424,7 +456,7 @@ impl Star {
                 c.read_exact(&mut b)?;
             }
             use std::os::fd::AsFd;
-            let rtt = crate::tcpinfo::read(c.as_fd())?.min_rtt_us;
+            let rtt = crate::net::tcpinfo::read(c.as_fd())?.min_rtt_us;
             // Closed both ways before the run's probes attach: the last ACK
             // of the close leaves as the receiver's FIN arrives.
             c.shutdown(std::net::Shutdown::Write)?;

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::netns::{ip, Netns};
+use crate::net::netns::{ip, Netns};
 
 pub struct Veth {
     pub a: String,

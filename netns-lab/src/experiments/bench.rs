@@ -28,13 +28,14 @@ use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 use tc_qdisc::{Backend, Bottleneck, BpfSwitch};
 
-use crate::cc::LabCc;
-use crate::netns::Netns;
-use crate::prefix::Prefix;
-use crate::profile::{self, Profile};
-use crate::topology::{offloads_off, Star, StarSpec};
-use crate::traffic::{listen_announced, run_bulk, send_bytes, FlowSpec};
-use crate::veth::Veth;
+use crate::measure::cpu::Cpu;
+use crate::measure::profile::{self, Profile};
+use crate::net::netns::Netns;
+use crate::net::prefix::Prefix;
+use crate::net::topology::{offloads_off, Star, StarSpec};
+use crate::net::veth::Veth;
+use crate::traffic::bulk::{listen_announced, run_bulk, send_bytes, FlowSpec};
+use crate::traffic::cc::LabCc;
 
 const CLIENT: Ipv4Addr = Ipv4Addr::new(198, 18, 251, 1);
 const SERVER: Ipv4Addr = Ipv4Addr::new(198, 18, 251, 2);
@@ -57,7 +58,7 @@ pub struct BenchConfig {
     /// Star sizes to set up and tear down; empty skips.
     pub scale: Vec<usize>,
     /// The delay section; None skips it.
-    pub delay: Option<crate::delay_bench::DelayBenchConfig>,
+    pub delay: Option<crate::experiments::delay_bench::DelayBenchConfig>,
 }
 
 impl BenchConfig {
@@ -101,56 +102,6 @@ impl BenchConfig {
             );
         }
         Ok(())
-    }
-}
-
-/// CPU time of the whole machine and of this process, in seconds.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct Cpu {
-    pub user: f64,
-    pub system: f64,
-    /// irq + softirq: where veth's receive path and ACK processing run.
-    pub softirq: f64,
-    pub process: f64,
-}
-
-impl Cpu {
-    pub(crate) fn now() -> Result<Cpu> {
-        let stat = std::fs::read_to_string("/proc/stat")?;
-        let f: Vec<f64> = stat
-            .lines()
-            .next()
-            .context("/proc/stat is empty")?
-            .split_whitespace()
-            .skip(1)
-            .map(|v| v.parse().unwrap_or(0.0))
-            .collect();
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: valid out-pointer.
-        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        let at = |i: usize| f.get(i).copied().unwrap_or(0.0) / hz;
-        Ok(Cpu {
-            user: at(0) + at(1),
-            system: at(2),
-            softirq: at(5) + at(6),
-            process: tv(ru.ru_utime) + tv(ru.ru_stime),
-        })
-    }
-
-    pub(crate) fn since(self, before: Cpu) -> Cpu {
-        Cpu {
-            user: self.user - before.user,
-            system: self.system - before.system,
-            softirq: self.softirq - before.softirq,
-            process: self.process - before.process,
-        }
-    }
-
-    pub fn total(&self) -> f64 {
-        self.user + self.system + self.softirq
     }
 }
 
@@ -428,11 +379,11 @@ fn ms_per_gb(calls: &[PerCall], bytes: u64) -> f64 {
 }
 
 /// bpf_dctcp's programs (`ids`) over one transfer, then the kernel's dctcp
-/// functions over another, timed alike (crate::calltime). The struct_ops
+/// functions over another, timed alike (crate::measure::calltime). The struct_ops
 /// trampoline that calls a BPF program is outside its timed interval; a
 /// kernel function is called directly.
 fn timed_alike(pair: &Pair, bpf_cc: &str, ids: &[u32], bytes: u64) -> Result<TimedAlike> {
-    use crate::calltime::CallTimer;
+    use crate::measure::calltime::CallTimer;
     let time = |timers: Vec<(String, CallTimer)>, cc: &str| -> Result<Vec<PerCall>> {
         pair.transfer(cc, bytes)?;
         let mut out = Vec::new();
@@ -944,7 +895,7 @@ pub struct BenchReport {
     pub algorithms: AlgorithmReport,
     pub switch: Option<SwitchReport>,
     pub scale: Vec<ScaleRun>,
-    pub delay: Vec<crate::delay_bench::DelayRun>,
+    pub delay: Vec<crate::experiments::delay_bench::DelayRun>,
 }
 
 pub fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<BenchReport> {
@@ -976,7 +927,7 @@ pub fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<BenchReport> {
     let delay = match &cfg.delay {
         Some(d) => {
             eprintln!("delay: each rate without a delay, then each delay and backend");
-            crate::delay_bench::run(d, stop)?
+            crate::experiments::delay_bench::run(d, stop)?
         }
         None => Vec::new(),
     };
@@ -1242,7 +1193,7 @@ pub fn table(r: &BenchReport) -> String {
     }
 
     if !r.delay.is_empty() {
-        s += &crate::delay_bench::table(&r.delay);
+        s += &crate::experiments::delay_bench::table(&r.delay);
     }
     s
 }
@@ -1296,11 +1247,11 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_parser = crate::units::parse_rate, default_value = "100M,1G")]
     pub delay_rates: Vec<u64>,
     /// Round trips of the delay section.
-    #[arg(long, value_delimiter = ',', value_parser = crate::delay::parse_duration, default_value = "100us,1ms,8ms,25ms")]
+    #[arg(long, value_delimiter = ',', value_parser = crate::net::delay::parse_duration, default_value = "100us,1ms,8ms,25ms")]
     pub delays: Vec<Duration>,
     /// Backends of the delay section (netem where the kernel has it).
     #[arg(long, value_delimiter = ',', value_enum, default_value = "auto")]
-    pub delay_backends: Vec<crate::delay::DelayBackend>,
+    pub delay_backends: Vec<crate::net::delay::DelayBackend>,
     /// Seconds per delay-section run, 0 to skip the section (default 6,
     /// 4 with --quick).
     #[arg(long)]
@@ -1326,7 +1277,7 @@ impl BenchArgs {
             } else {
                 vec![1, 16, 64, 256]
             }),
-            delay: (delay_secs > 0.0).then(|| crate::delay_bench::DelayBenchConfig {
+            delay: (delay_secs > 0.0).then(|| crate::experiments::delay_bench::DelayBenchConfig {
                 rates_bps: self.delay_rates.clone(),
                 delays: self.delays.clone(),
                 backends: self.delay_backends.clone(),
@@ -1348,7 +1299,7 @@ pub fn command(args: &BenchArgs, stop: &Arc<AtomicBool>) -> Result<()> {
     loader::preflight::require_struct_ops()?;
     let path = args.out.clone().unwrap_or_else(|| {
         std::path::PathBuf::from("bench/results")
-            .join(format!("{}.json", crate::results::timestamp()))
+            .join(format!("{}.json", crate::report::results::timestamp()))
     });
     let report = run(&cfg, stop)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {

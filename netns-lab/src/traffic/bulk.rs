@@ -16,8 +16,8 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use loader::top::switch::monotonic_ns;
 
-use crate::tcpinfo::{self, TcpInfo};
-use crate::topology::{Star, RECEIVER_ADDR};
+use crate::net::tcpinfo::{self, TcpInfo};
+use crate::net::topology::{Star, RECEIVER_ADDR};
 
 pub const BASE_PORT: u16 = 5201;
 

@@ -13,6 +13,11 @@ pub struct ResultsDir {
     pub path: PathBuf,
 }
 
+/// Results land under `results/` of the current directory unless --out says.
+pub fn default_root() -> PathBuf {
+    PathBuf::from("results")
+}
+
 /// UTC timestamp `YYYYmmdd-HHMMSS` (sorts by time).
 pub fn timestamp() -> String {
     let t = unsafe { libc::time(std::ptr::null_mut()) };

@@ -20,10 +20,10 @@ use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::net::topology::{Star, RECEIVER_ADDR};
 use crate::rng::Rng;
 use crate::stats::{summarize, Summary};
-use crate::topology::{Star, RECEIVER_ADDR};
-use crate::traffic::{listen_announced, send_bytes};
+use crate::traffic::bulk::{listen_announced, send_bytes};
 
 /// Port of the short-flow server; the bulk flows use 5201 upwards.
 pub const SHORT_PORT: u16 = 6201;

@@ -7,7 +7,7 @@
 //! - the `delayline` element where it does not (this 6.18 kernel): a
 //!   process in a namespace of its own between the receiver and the switch
 //!   that holds each frame from the receiver for its sender's delay
-//!   (`crate::delayline`). The data direction crosses that namespace by a
+//!   (`crate::net::delayline`). The data direction crosses that namespace by a
 //!   tc mirred redirect, in the kernel, untouched.
 //!
 //! The element adds the whole configured RTT: veth's own round trip (tens
@@ -22,8 +22,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::delayline::{Report, Route};
-use crate::netns::Netns;
+use crate::net::delayline::{Report, Route};
+use crate::net::netns::Netns;
 
 /// Longest round trip the lab emulates.
 pub const MAX_RTT: Duration = Duration::from_secs(1);
@@ -223,31 +223,6 @@ pub struct RttMeasured {
 pub const RTT_TOLERANCE: f64 = 0.10;
 
 impl RttMeasured {
-    pub fn new(
-        rt: Option<&RoundTrip>,
-        star: &crate::topology::Star,
-        flows: impl Iterator<Item = (usize, u32)>,
-        element: Option<Report>,
-    ) -> RttMeasured {
-        RttMeasured {
-            backend: star.delay_backend,
-            path_base_us: star.path_base.map(|d| d.as_secs_f64() * 1e6),
-            probed_us: star
-                .probed_rtt
-                .iter()
-                .map(|&(i, d)| (i, d.as_secs_f64() * 1e6))
-                .collect(),
-            flows: flows
-                .map(|(sender, min_rtt_us)| FlowRtt {
-                    sender,
-                    configured_us: rt.map(|r| r.rtt.of(sender).as_secs_f64() * 1e6),
-                    min_rtt_us,
-                })
-                .collect(),
-            element,
-        }
-    }
-
     /// Flows whose base RTT is off the configured one by more than the
     /// tolerance.
     pub fn off(&self) -> Vec<&FlowRtt> {
@@ -401,7 +376,7 @@ pub fn summary_lines<'a>(runs: impl Iterator<Item = (String, &'a RttMeasured)>) 
 
 /// The delayline binary built beside this one.
 pub fn delayline_bin() -> Result<PathBuf> {
-    crate::netns::sibling_binary("delayline")
+    crate::net::netns::sibling_binary("delayline")
 }
 
 /// A running delay element; stopped (SIGTERM) when dropped.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, ensure, Result};
 use serde::Serialize;
 
-use crate::traffic::FlowSpec;
+use crate::traffic::bulk::FlowSpec;
 
 /// One flow of a sender, from `start` to `stop` after the run starts.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

@@ -13,14 +13,14 @@ use tc_qdisc::intf::{marker_stats, queue_sample};
 use tc_qdisc::qdisc_stats::{self, QdiscCounters};
 use tc_qdisc::{Bottleneck, BpfSwitch, RxFlow};
 
-use crate::bench::Cpu;
-use crate::cctrace::{CcTrace, Recorder, TraceCheck};
-use crate::delay::{RoundTrip, RttMeasured};
-use crate::faults::{FaultArgs, FaultReport, Faults};
-use crate::shortflows::{FctSummary, ShortFlow, ShortFlowSpec, ShortFlows};
+use crate::measure::cctrace::{CcTrace, Recorder, TraceCheck};
+use crate::measure::cpu::Cpu;
+use crate::net::delay::{RoundTrip, RttMeasured};
+use crate::net::faults::{FaultArgs, FaultReport, Faults};
+use crate::net::topology::{Star, StarSpec};
 use crate::stats::{summarize, weighted_summary, Summary};
-use crate::topology::{Star, StarSpec};
-use crate::traffic::{run_bulk, FlowResult, FlowSpec};
+use crate::traffic::bulk::{run_bulk, FlowResult, FlowSpec};
+use crate::traffic::shortflows::{FctSummary, ShortFlow, ShortFlowSpec, ShortFlows};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Scenario {
@@ -336,9 +336,8 @@ pub fn run(
     let faults = faults.map(Faults::finish).transpose()?;
     drop(switch);
     let element = star.stop_delay()?;
-    let rtt = RttMeasured::new(
+    let rtt = star.rtt_measured(
         scn.round_trip.as_ref(),
-        &star,
         flows.iter().map(|f| (f.sender, f.info.min_rtt_us)),
         element,
     );

@@ -6,7 +6,7 @@ use loader::algo::Algo;
 use loader::instance::{self, AttachMode, AttachRequest};
 use loader::params::Assignment;
 
-use crate::prefix::Prefix;
+use crate::net::prefix::Prefix;
 
 /// The guard's (ssthresh repairs, cwnd repairs, in-flight holds).
 pub type Repairs = (u64, u64, u64);

@@ -17,9 +17,9 @@ use loader::trace::{Counts, Detail, Session};
 use serde::Serialize;
 use tc_qdisc::RxFlow;
 
-use crate::plot::Series;
-use crate::results::ResultsDir;
-use crate::traffic::FlowResult;
+use crate::report::plot::Series;
+use crate::report::results::ResultsDir;
+use crate::traffic::bulk::FlowResult;
 
 /// Per-ACK tracing, sampled so a run records a few thousand ACKs per second
 /// and flow whatever the rate: every ACK at 100 Mbit/s, one in 10 at 1 Gbit/s.

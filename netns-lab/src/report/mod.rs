@@ -1,0 +1,6 @@
+//! Where results go: one folder per run, plots and their data side by side,
+//! and the tables every summary shares. Imports nothing of the lab.
+
+pub mod plot;
+pub mod results;
+pub mod tables;

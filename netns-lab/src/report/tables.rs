@@ -1,0 +1,65 @@
+//! What every summary writes the same way: markdown tables and the notes
+//! on the guard's repairs (README "Known issue").
+
+use std::fmt::Write as _;
+
+/// A markdown table's header row and its separator.
+pub fn table_header(s: &mut String, columns: &[&str]) {
+    let _ = writeln!(s, "| {} |", columns.join(" | "));
+    let _ = writeln!(s, "|{}", " --- |".repeat(columns.len()));
+}
+
+/// A summary's sentence on the guard's repairs (ssthresh, cwnd, holds) in
+/// each labelled run that had any.
+pub fn repairs_line(runs: impl Iterator<Item = (String, (u64, u64, u64))>) -> String {
+    let v: Vec<String> = runs
+        .filter(|(_, r)| *r != (0, 0, 0))
+        .map(|(label, r)| format!("{label}: {r:?}"))
+        .collect();
+    format!(
+        "Guard repairs (README \"Known issue\"): {}.",
+        if v.is_empty() {
+            "none in any run".to_string()
+        } else {
+            v.join("; ")
+        }
+    )
+}
+
+/// `(s, c, h)` guard repairs as a note for a run's line, empty if none.
+pub fn repairs_note(r: (u64, u64, u64)) -> String {
+    match r {
+        (0, 0, 0) => String::new(),
+        (s, c, h) => format!(", guard repairs {s}/{c}/{h} (README: Known issue)"),
+    }
+}
+
+/// The impossible values the guard found, for a run's line: empty if none.
+pub fn found_note((s, c): (u64, u64)) -> String {
+    let v: Vec<String> = [("ssthresh", s), ("cwnd", c)]
+        .iter()
+        .filter(|(_, v)| *v != 0)
+        .map(|(what, v)| format!("{what} {v:#x}"))
+        .collect();
+    if v.is_empty() {
+        String::new()
+    } else {
+        format!(", found {}", v.join(" and "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_found_note_names_each_value_found_in_hex() {
+        assert_eq!(found_note((0, 0)), "");
+        assert_eq!(found_note((0x8220_34e5, 0)), ", found ssthresh 0x822034e5");
+        assert_eq!(found_note((0, 0x2709_a97e)), ", found cwnd 0x2709a97e");
+        assert_eq!(
+            found_note((0x8110_4110, 0x2709_a97e)),
+            ", found ssthresh 0x81104110 and cwnd 0x2709a97e"
+        );
+    }
+}
