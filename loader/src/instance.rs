@@ -300,9 +300,15 @@ fn unregister(dir: &InstanceDir) -> Result<()> {
                     .with_context(|| format!("detaching {}", link.display()))?;
             }
             if ops.exists() {
-                MapHandle::from_pinned_path(&ops)?
-                    .delete(&KEY0)
-                    .with_context(|| format!("unregistering {}", ops.display()))?;
+                let map = MapHandle::from_pinned_path(&ops)?;
+                let r = map.delete(&KEY0);
+                // Already unregistered (`bpftool struct_ops unregister`),
+                // which is what detach wants: ENOENT, or EINPROGRESS while
+                // the kernel frees it (6.1). Read before anything else runs.
+                let errno = std::io::Error::last_os_error().raw_os_error();
+                if !(r.is_err() && matches!(errno, Some(libc::ENOENT | libc::EINPROGRESS))) {
+                    r.with_context(|| format!("unregistering {}", ops.display()))?;
+                }
             }
             Ok(())
         })();

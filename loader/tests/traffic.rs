@@ -168,8 +168,18 @@ fn without_ecn_the_flow_falls_back_to_reno_and_stops_sending_ect() {
 fn a_refused_fallback_lands_on_the_kernels_reno_and_is_counted() {
     require_root();
     let a = Attached::new("t_fbr", &[]);
-    let link = format!("/sys/fs/bpf/dctcp-bpf/{}/fallback_link", a.name);
-    std::fs::remove_file(&link).unwrap();
+    // Unregister the fallback the way it is held: unpin its link, or (map
+    // mode, before 6.4) delete its struct_ops map's one element.
+    let dir = loader::bpffs::InstanceDir::new(&a.name);
+    if dir.fallback_link().exists() {
+        std::fs::remove_file(dir.fallback_link()).unwrap();
+    } else {
+        use libbpf_rs::MapCore as _;
+        libbpf_rs::MapHandle::from_pinned_path(dir.fallback_ops())
+            .unwrap()
+            .delete(&0u32.to_ne_bytes())
+            .unwrap();
+    }
     assert!(
         (0..50).any(|_| {
             std::thread::sleep(std::time::Duration::from_millis(20));
@@ -208,6 +218,10 @@ fn a_refused_fallback_lands_on_the_kernels_reno_and_is_counted() {
     );
     assert!(data >= 20, "captured only {data} data segments");
     assert_eq!(ect, 0, "{ect} of {data} data segments carried ECT");
+    // Detach finds the fallback already gone and still removes everything.
+    loader_ok(&["detach", "t_fbr"]);
+    std::mem::forget(a);
+    assert!(!dir.path.exists(), "{} left behind", dir.path.display());
 }
 
 #[test]
