@@ -77,6 +77,19 @@ pub fn parse_fraction(s: &str) -> Result<f64, String> {
 mod tests {
     use super::*;
 
+    /// The contract is "non-negative": 0 passes; below 0, infinite or
+    /// unparsable does not (`just mutants` found 0 untested).
+    #[test]
+    fn fractions_from_zero_up() {
+        assert_eq!(parse_fraction("0"), Ok(0.0));
+        assert_eq!(parse_fraction("1/8"), Ok(0.125));
+        assert_eq!(parse_fraction(" 0.5 "), Ok(0.5));
+        assert!(parse_fraction("-0.1").is_err());
+        assert!(parse_fraction("1/0").is_err());
+        assert!(parse_fraction("inf").is_err());
+        assert!(parse_fraction("half").is_err());
+    }
+
     #[test]
     fn rates() {
         assert_eq!(parse_rate("100M"), Ok(100_000_000));
