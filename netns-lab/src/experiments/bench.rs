@@ -898,7 +898,7 @@ pub struct BenchReport {
     pub delay: Vec<crate::experiments::delay_bench::DelayRun>,
 }
 
-pub fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<BenchReport> {
+fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<BenchReport> {
     cfg.validate()?;
     let machine = machine();
     eprintln!(

@@ -634,7 +634,7 @@ impl CoRun {
     }
 }
 
-pub fn run(cfg: &CoexistConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<CoRun>> {
+fn run(cfg: &CoexistConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<CoRun>> {
     out.write_json("config.json", cfg)?;
     let cc = cfg.dctcp.attach()?;
     let ours = Some(&cc);

@@ -525,11 +525,7 @@ fn measure(
     }
 }
 
-pub fn run(
-    cfg: &ConvergenceConfig,
-    out: &ResultsDir,
-    stop: &Arc<AtomicBool>,
-) -> Result<Vec<ConvRun>> {
+fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<ConvRun>> {
     out.write_json("config.json", cfg)?;
     let names: Vec<String> = cfg.variants.iter().map(|v| v.cc.clone()).collect();
     let algorithms = Algorithms::attach(&names)?;

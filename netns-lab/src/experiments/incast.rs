@@ -197,7 +197,7 @@ fn one_run(
     })
 }
 
-pub fn run(cfg: &IncastConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<IncastRun>> {
+fn run(cfg: &IncastConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<IncastRun>> {
     out.write_json("config.json", cfg)?;
     let algorithms = Algorithms::attach(&cfg.algorithms)?;
     let mut runs = Vec::new();

@@ -315,7 +315,7 @@ fn search_k_min(
     Ok(boundary(&seen, target))
 }
 
-pub fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<KMin>> {
+fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<KMin>> {
     out.write_json("config.json", cfg)?;
     let algorithms = Algorithms::attach(&["bpf_dctcp".to_string()])?;
     let ours = algorithms.ours("bpf_dctcp");

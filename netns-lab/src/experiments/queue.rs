@@ -236,9 +236,7 @@ impl QueueConfig {
             default_rwnd_clamp_pkts(rate_bps, rtt, self.k)
         })
     }
-}
 
-impl QueueConfig {
     pub fn validate(&self) -> Result<()> {
         anyhow::ensure!(!self.rates_bps.is_empty(), "give at least one rate");
         anyhow::ensure!(
@@ -280,7 +278,7 @@ impl QueueConfig {
     }
 }
 
-pub fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<Outcome>> {
+fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<Outcome>> {
     out.write_json("config.json", cfg)?;
     let variants: Vec<Variant> = cfg
         .variants

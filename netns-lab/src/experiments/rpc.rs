@@ -195,7 +195,7 @@ fn one_run(cfg: &RpcConfig, algorithm: &str, cc: &str, stop: &Arc<AtomicBool>) -
     })
 }
 
-pub fn run(cfg: &RpcConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<RpcRun>> {
+fn run(cfg: &RpcConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<RpcRun>> {
     out.write_json("config.json", cfg)?;
     let algorithms = Algorithms::attach(&cfg.algorithms)?;
     let mut runs = Vec::new();

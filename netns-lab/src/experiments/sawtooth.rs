@@ -330,7 +330,7 @@ fn measure(pair: Pair, n: usize, k: u32, data: &RunData) -> SawRun {
     }
 }
 
-pub fn run(cfg: &SawtoothConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<SawRun>> {
+fn run(cfg: &SawtoothConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<SawRun>> {
     out.write_json("config.json", cfg)?;
     let algorithms = Algorithms::attach(&["bpf_dctcp".to_string()])?;
     let ours = algorithms.ours("bpf_dctcp");

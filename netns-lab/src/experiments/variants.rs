@@ -265,11 +265,7 @@ fn scenario(cfg: &VariantsConfig, label: &str, cc: &LabCc) -> Scenario {
 /// cuts and some steady state.
 const START_SPAN_S: f64 = 1.5;
 
-pub fn run(
-    cfg: &VariantsConfig,
-    out: &ResultsDir,
-    stop: &Arc<AtomicBool>,
-) -> Result<Vec<VariantRun>> {
+fn run(cfg: &VariantsConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<VariantRun>> {
     out.write_json("config.json", cfg)?;
     // All attached at once, each under its own (lab) name.
     let attached: Vec<LabCc> = CONTENDERS

@@ -260,7 +260,7 @@ pub struct XdctcpResults {
     pub sweep: Vec<Measured>,
 }
 
-pub fn run(cfg: &XdctcpConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<XdctcpResults> {
+fn run(cfg: &XdctcpConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<XdctcpResults> {
     out.write_json("config.json", cfg)?;
     let dctcp = LabCc::attach(Algo::Dctcp, vec![])?;
     let mut x_params = cfg.setting.assignments();
