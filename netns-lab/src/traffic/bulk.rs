@@ -486,6 +486,33 @@ pub fn run_bulk(
 
 #[cfg(test)]
 mod tests {
+
+    /// A sample the sampler took a second late carries ten intervals'
+    /// bytes over its ten intervals' length: the same rate, not a spike.
+    #[test]
+    fn a_late_sample_is_a_rate_over_its_measured_length() {
+        let f = FlowResult {
+            sender: 0,
+            cc: "cubic".into(),
+            cc_used: "cubic".into(),
+            sport: 1,
+            dport: 2,
+            bytes: 0,
+            series: vec![125_000, 1_250_000, 125_000],
+            series_end_s: vec![0.1, 1.1, 1.2],
+            info: Default::default(),
+            receiver_max_window: 0,
+            first_byte_s: None,
+            last_byte_s: None,
+            reset_at_close: false,
+        };
+        let p = f.rate_points();
+        let ends: Vec<f64> = p.iter().map(|p| p.0).collect();
+        assert_eq!(ends, [0.1, 1.1, 1.2]);
+        for (_, mbps) in p {
+            assert!((mbps - 10.0).abs() < 1e-6, "{mbps} Mbit/s, not 10");
+        }
+    }
     use super::*;
 
     fn max_window_after_transfer(window_clamp: Option<u32>) -> u32 {
