@@ -30,7 +30,7 @@ build:
 test: _root
     #!/usr/bin/env bash
     set -uo pipefail
-    just _leftover-baseline && tools/bpf-mutants --check || exit 1
+    tools/clear-stale-registrations && just _leftover-baseline && tools/bpf-mutants --check || exit 1
     mkdir -p target
     r=0
     cargo test --release --workspace --no-fail-fast 2>&1 | tee target/test-host.log || r=1
@@ -56,6 +56,7 @@ test-fast: _root
     set -uo pipefail
     mkdir -p target
     start=$(date +%s)
+    tools/clear-stale-registrations || exit 1
     (
         r=0
         cargo test --release --workspace --lib --bins || r=1
@@ -169,6 +170,8 @@ mutants *ARGS: _root
     #!/usr/bin/env bash
     set -uo pipefail
     min=${MIN:-90}
+    # A mutant of detach leaks map-mode registrations; none may outlive the run.
+    trap tools/clear-stale-registrations EXIT
     cargo mutants --no-shuffle --output target/mutants-analysis -p netns-lab -p loader \
         -f netns-lab/src/stats.rs -f netns-lab/src/measure/theory.rs -f netns-lab/src/traffic/schedule.rs \
         -f netns-lab/src/measure/fairness.rs -f netns-lab/src/units.rs -f loader/src/params.rs \

@@ -357,6 +357,7 @@ fn attach_failing_after_registration_rolls_everything_back() {
     };
     for &mode in modes {
         let name = format!("t_rb_{mode}");
+        clear_stale(&name);
         let script = format!(
             "d=/sys/fs/bpf/dctcp-bpf/+attaching-{name}-$$ && mkdir -p $d && \
              bpftool map create $d/stats type array key 4 value 4 entries 1 name t_rb_block && \

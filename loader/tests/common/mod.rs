@@ -68,6 +68,26 @@ pub fn registered(name: &str) -> bool {
         .any(|n| n == name)
 }
 
+/// Removes a registration of `name` (or `name`_reno) that an earlier run left
+/// in the kernel with no pin (map mode outlives its file descriptors): a
+/// mutant of detach under `just mutants` leaks one, and every later attach
+/// of the name would be refused. The test that leaked it has failed already.
+pub fn clear_stale(name: &str) {
+    let tool = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tools/clear-stale-registrations"
+    );
+    let out = Command::new(tool)
+        .arg(name)
+        .output()
+        .expect("running tools/clear-stale-registrations");
+    assert!(
+        out.status.success(),
+        "clear-stale-registrations {name}: {}",
+        stderr(&out)
+    );
+}
+
 /// An attached instance, detached when the test ends however it ends.
 pub struct Attached {
     pub name: String,
@@ -80,6 +100,7 @@ impl Attached {
 
     /// `loader attach --algo <algo> --name <name> <extra>`.
     pub fn of(algo: &str, name: &str, extra: &[&str]) -> Attached {
+        clear_stale(name);
         let mut args = vec!["attach", "--algo", algo, "--name", name];
         args.extend_from_slice(extra);
         loader_ok(&args);
