@@ -45,6 +45,87 @@ pub enum Backend {
     FqCodel { ce_threshold_us: u32 },
 }
 
+/// A backend as the lab's command lines name it (`--variants
+/// bpf_dctcp:red`): one threshold, K, sets it up ([`Marking::at`]). The one
+/// place a backend's name is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Marking {
+    Droptail,
+    BpfStep,
+    BpfRed,
+    Red,
+    #[serde(rename = "fq_codel")]
+    FqCodel,
+}
+
+impl Marking {
+    pub const ALL: [Marking; 5] = [
+        Marking::Droptail,
+        Marking::BpfStep,
+        Marking::BpfRed,
+        Marking::Red,
+        Marking::FqCodel,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Marking::Droptail => "droptail",
+            Marking::BpfStep => "bpf-step",
+            Marking::BpfRed => "bpf-red",
+            Marking::Red => "red",
+            Marking::FqCodel => "fq_codel",
+        }
+    }
+
+    /// Whether it marks at all (everything but droptail).
+    pub fn marks(self) -> bool {
+        self != Marking::Droptail
+    }
+
+    /// The backend marking at K packets on a link of `rate_bps`: a step at
+    /// K (BPF, or sch_red as Mininet's DCTCP switch), RED from K to 3K, or
+    /// fq_codel's ce_threshold at the time K packets take at the rate.
+    pub fn at(self, k: u32, rate_bps: u64) -> Backend {
+        match self {
+            Marking::Droptail => Backend::Droptail,
+            Marking::BpfStep => Backend::BpfStep { k },
+            Marking::BpfRed => Backend::BpfRed {
+                min: k,
+                max: 3 * k,
+                max_p: 0.1,
+                wlog: 9,
+            },
+            Marking::Red => Backend::red_step(k),
+            Marking::FqCodel => Backend::FqCodel {
+                ce_threshold_us: ((u64::from(k) * u64::from(PKT_BYTES) * 8 * 1_000_000)
+                    / rate_bps.max(1))
+                .max(1) as u32,
+            },
+        }
+    }
+}
+
+impl std::str::FromStr for Marking {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Marking, String> {
+        Marking::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Marking::ALL.iter().map(|m| m.name()).collect();
+                format!("backend `{s}`: use {}", names.join(", "))
+            })
+    }
+}
+
+impl std::fmt::Display for Marking {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Backend {
     pub fn name(&self) -> &'static str {
         match self {
@@ -341,6 +422,38 @@ impl RedProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_marking_reads_its_own_name_and_builds_that_backend_at_k() {
+        for m in Marking::ALL {
+            assert_eq!(m.name().parse::<Marking>(), Ok(m));
+            let b = m.at(20, 100_000_000);
+            assert_eq!(b.name(), m.name());
+            assert!(b.validate(425).is_ok(), "{b:?}");
+            assert_eq!(m.marks(), b != Backend::Droptail);
+        }
+        // 20 packets of 1514 bytes take 2,422 us at 100 Mbit/s.
+        assert_eq!(
+            Marking::FqCodel.at(20, 100_000_000),
+            Backend::FqCodel {
+                ce_threshold_us: 2422
+            }
+        );
+        assert_eq!(Marking::BpfStep.at(9, 1), Backend::BpfStep { k: 9 });
+        let e = "pie".parse::<Marking>().unwrap_err();
+        assert!(
+            e.contains("`pie`") && e.contains("bpf-step") && e.contains("fq_codel"),
+            "{e}"
+        );
+        assert_eq!(
+            serde_json::to_string(&Marking::FqCodel).unwrap(),
+            "\"fq_codel\""
+        );
+        assert_eq!(
+            serde_json::to_string(&Marking::BpfStep).unwrap(),
+            "\"bpf-step\""
+        );
+    }
 
     #[test]
     fn validation_gives_ranges() {

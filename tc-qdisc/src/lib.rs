@@ -15,6 +15,6 @@ pub mod qdisc_stats;
 mod skel;
 pub mod tc;
 
-pub use backend::{Backend, RedProfile};
+pub use backend::{Backend, Marking, RedProfile};
 pub use bottleneck::Bottleneck;
 pub use marker::{BpfSwitch, Floor, MarkerFloor, QueueTrace, RxFlow};

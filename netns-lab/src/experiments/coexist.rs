@@ -32,7 +32,6 @@ use tc_qdisc::backend::PKT_BYTES;
 use tc_qdisc::{Backend, Bottleneck, RedProfile};
 
 use crate::experiments::run_scenario;
-use crate::experiments::variants::ALL_FOUR;
 use crate::measure::scenario::{Outcome, Scenario};
 use crate::net::delay::{
     fmt_duration, parse_duration, summary_lines, DelayBackend, RoundTrip, Rtt, RttMeasured,
@@ -43,7 +42,7 @@ use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
 use crate::report::tables::{repairs_line, repairs_note, table_header};
 use crate::stats::jain;
-use crate::traffic::cc::LabCc;
+use crate::traffic::cc::{LabCc, KDCTCP_ALL_FOUR};
 use crate::units::{fmt_rate, parse_fraction, parse_rate};
 use loader::algo::Algo;
 
@@ -96,7 +95,7 @@ impl Dctcp {
             Dctcp::BpfDctcp => LabCc::attach(Algo::Dctcp, vec![]),
             Dctcp::Seed002 => LabCc::attach(
                 Algo::Kdctcp,
-                ALL_FOUR
+                KDCTCP_ALL_FOUR
                     .iter()
                     .map(|a| a.parse().map_err(anyhow::Error::msg))
                     .collect::<Result<_>>()?,
@@ -635,7 +634,6 @@ impl CoRun {
 }
 
 fn run(cfg: &CoexistConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<CoRun>> {
-    out.write_json("config.json", cfg)?;
     let cc = cfg.dctcp.attach()?;
     let ours = Some(&cc);
     let dctcp = cc.name.clone();
@@ -687,45 +685,42 @@ fn run(cfg: &CoexistConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<
         runs.push(r);
     }
     write_csv(out, &runs)?;
-    out.write_json("runs.json", &runs)?;
     plots(out, cfg, &runs)?;
-    out.write_text("summary.md", &summary(cfg, &runs))?;
+    out.write_up(&runs, &summary(cfg, &runs))?;
     Ok(runs)
 }
 
 fn write_csv(out: &ResultsDir, runs: &[CoRun]) -> Result<()> {
-    let mut w = out.csv(
-        "runs.csv",
-        "part,m_bdp,x,dctcp_flows,reno_flows,dctcp_mbps,reno_mbps,ratio,jain,utilization,queue_pkts,queue_bdp,ect_marked,not_ect_dropped,taildrops",
-    )?;
-    let mbps = |v: &[f64]| {
-        v.iter()
-            .map(|b| format!("{:.3}", b / 1e6))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    for r in runs {
-        writeln!(
-            w,
-            "{},{:.4},{:.4},{},{},{},{},{},{:.4},{:.4},{:.2},{:.4},{},{},{}",
-            serde_json::to_value(r.part)?.as_str().unwrap_or("?"),
-            r.m,
-            r.x,
-            r.dctcp_flows,
-            r.reno_flows,
-            mbps(&r.dctcp_bps),
-            mbps(&r.reno_bps),
-            r.ratio.map_or(String::new(), |x| format!("{x:.4}")),
-            r.jain,
-            r.utilization,
-            r.queue_pkts,
-            r.queue_bdp,
-            r.ect_marked,
-            r.not_ect_dropped,
-            r.taildrops
-        )?;
+    fn mbps(v: &[f64]) -> String {
+        let v: Vec<String> = v.iter().map(|b| format!("{:.3}", b / 1e6)).collect();
+        v.join(" ")
     }
-    Ok(())
+    out.csv_rows(
+        "runs.csv",
+        runs,
+        &[
+            ("part", |r| {
+                clap::ValueEnum::to_possible_value(&r.part)
+                    .map_or(String::new(), |v| v.get_name().to_string())
+            }),
+            ("m_bdp", |r| format!("{:.4}", r.m)),
+            ("x", |r| format!("{:.4}", r.x)),
+            ("dctcp_flows", |r| r.dctcp_flows.to_string()),
+            ("reno_flows", |r| r.reno_flows.to_string()),
+            ("dctcp_mbps", |r| mbps(&r.dctcp_bps)),
+            ("reno_mbps", |r| mbps(&r.reno_bps)),
+            ("ratio", |r| {
+                r.ratio.map_or(String::new(), |x| format!("{x:.4}"))
+            }),
+            ("jain", |r| format!("{:.4}", r.jain)),
+            ("utilization", |r| format!("{:.4}", r.utilization)),
+            ("queue_pkts", |r| format!("{:.2}", r.queue_pkts)),
+            ("queue_bdp", |r| format!("{:.4}", r.queue_bdp)),
+            ("ect_marked", |r| r.ect_marked.to_string()),
+            ("not_ect_dropped", |r| r.not_ect_dropped.to_string()),
+            ("taildrops", |r| r.taildrops.to_string()),
+        ],
+    )
 }
 
 /// The step part's row of Table I for one M: the run of maximum fairness

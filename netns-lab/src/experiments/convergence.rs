@@ -21,8 +21,7 @@ use anyhow::{ensure, Result};
 use serde::Serialize;
 use tc_qdisc::Bottleneck;
 
-use crate::experiments::queue::{backend_for, parse_variant, Variant};
-use crate::experiments::run_scenario;
+use crate::experiments::{parse_variant, run_scenario, Variant, DEFAULT_VARIANTS};
 use crate::measure::fairness::{Criterion, Grid};
 use crate::measure::scenario::{Outcome, RunData, Scenario};
 use crate::measure::theory::{goodput_bps, PAYLOAD_SHARE};
@@ -42,8 +41,6 @@ use crate::units::{fmt_rate, parse_rate, rate_tag};
 /// seed 000 (100 Mbit/s in Mininet) matched it "perfectly".
 const PAPER_SAYS: &str = "DCTCP takes a few round trips longer than TCP to reach the fair share, \
      and its rates vary much less once there (paper Fig. 16; seed 000 at 100 Mbit/s: the same)";
-
-pub const DEFAULT_VARIANTS: &str = "bpf_dctcp:bpf-step,cubic:droptail,reno:droptail";
 
 /// Convergence and fairness as flows come and go (seed 000, paper Fig. 16).
 ///
@@ -227,7 +224,7 @@ impl ConvergenceConfig {
         }
         for &rate in &self.rates_bps {
             for v in &self.variants {
-                self.bottleneck(v, rate)?.validate()?;
+                self.bottleneck(v, rate).validate()?;
             }
         }
         Ok(())
@@ -240,12 +237,12 @@ impl ConvergenceConfig {
             .max(1.0) as usize
     }
 
-    fn bottleneck(&self, v: &Variant, rate_bps: u64) -> Result<Bottleneck> {
-        Ok(Bottleneck {
+    fn bottleneck(&self, v: &Variant, rate_bps: u64) -> Bottleneck {
+        Bottleneck {
             rate_bps,
             buffer_pkts: self.buffer_pkts,
-            backend: backend_for(&v.backend, self.k, rate_bps)?,
-        })
+            backend: v.backend.at(self.k, rate_bps),
+        }
     }
 
     fn round_trip(&self, rate_bps: u64) -> Option<RoundTrip> {
@@ -526,7 +523,6 @@ fn measure(
 }
 
 fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<ConvRun>> {
-    out.write_json("config.json", cfg)?;
     let names: Vec<String> = cfg.variants.iter().map(|v| v.cc.clone()).collect();
     let algorithms = Algorithms::attach(&names)?;
     let phases = cfg.schedule.phases();
@@ -537,7 +533,7 @@ fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Res
             let cc = algorithms.cc(&v.cc);
             let scn = Scenario {
                 label: v.label(),
-                bottleneck: cfg.bottleneck(v, rate)?,
+                bottleneck: cfg.bottleneck(v, rate),
                 flows: cfg.schedule.flows(&cc),
                 duration: cfg.schedule.end(),
                 warmup: Duration::ZERO,
@@ -565,8 +561,7 @@ fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Res
     write_csv(out, &runs)?;
     plot_rates(out, cfg, &runs)?;
     plot_convergence(out, cfg, &runs)?;
-    out.write_json("runs.json", &runs)?;
-    out.write_text("summary.md", &summary(cfg, &runs))?;
+    out.write_up(&runs, &summary(cfg, &runs))?;
     Ok(runs)
 }
 
@@ -599,33 +594,35 @@ fn write_csv(out: &ResultsDir, runs: &[ConvRun]) -> Result<()> {
             }
         }
     }
-    let mut w = out.csv(
+    drop(w);
+    let phases: Vec<(&ConvRun, &PhaseResult)> = runs
+        .iter()
+        .flat_map(|r| r.phases.iter().map(move |p| (r, p)))
+        .collect();
+    out.csv_rows(
         "phases.csv",
-        "rate_bps,variant,start_s,end_s,change,flows,convergence_s,smoothed_s,jain,cov,goodput_share,queue_mean,queue_p95,drops",
-    )?;
-    for r in runs {
-        for p in &r.phases {
-            writeln!(
-                w,
-                "{},{},{:.3},{:.3},{},{},{},{},{:.4},{:.4},{:.4},{:.2},{:.2},{}",
-                r.rate_bps,
-                r.variant,
-                p.start_s,
-                p.end_s,
-                p.change,
-                p.flows,
-                p.convergence_s.map_or(String::new(), |t| format!("{t:.3}")),
-                p.smoothed_s.map_or(String::new(), |t| format!("{t:.3}")),
-                p.jain,
-                p.cov,
-                p.goodput_share,
-                p.queue_mean,
-                p.queue_p95,
-                p.drops
-            )?;
-        }
-    }
-    Ok(())
+        &phases,
+        &[
+            ("rate_bps", |(r, _)| r.rate_bps.to_string()),
+            ("variant", |(r, _)| r.variant.to_string()),
+            ("start_s", |(_, p)| format!("{:.3}", p.start_s)),
+            ("end_s", |(_, p)| format!("{:.3}", p.end_s)),
+            ("change", |(_, p)| p.change.to_string()),
+            ("flows", |(_, p)| p.flows.to_string()),
+            ("convergence_s", |(_, p)| seconds(p.convergence_s)),
+            ("smoothed_s", |(_, p)| seconds(p.smoothed_s)),
+            ("jain", |(_, p)| format!("{:.4}", p.jain)),
+            ("cov", |(_, p)| format!("{:.4}", p.cov)),
+            ("goodput_share", |(_, p)| format!("{:.4}", p.goodput_share)),
+            ("queue_mean", |(_, p)| format!("{:.2}", p.queue_mean)),
+            ("queue_p95", |(_, p)| format!("{:.2}", p.queue_p95)),
+            ("drops", |(_, p)| p.drops.to_string()),
+        ],
+    )
+}
+
+fn seconds(t: Option<f64>) -> String {
+    t.map_or(String::new(), |t| format!("{t:.3}"))
 }
 
 /// The paper's figure: per algorithm, each flow's rate over time, the

@@ -198,7 +198,6 @@ fn one_run(
 }
 
 fn run(cfg: &IncastConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<IncastRun>> {
-    out.write_json("config.json", cfg)?;
     let algorithms = Algorithms::attach(&cfg.algorithms)?;
     let mut runs = Vec::new();
     let total = cfg.workers.len() * cfg.algorithms.len();
@@ -230,9 +229,8 @@ fn run(cfg: &IncastConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<V
         }
     }
     write_csv(out, &runs)?;
-    out.write_json("runs.json", &runs)?;
     plots(out, cfg, &runs)?;
-    out.write_text("summary.md", &summary(cfg, &runs))?;
+    out.write_up(&runs, &summary(cfg, &runs))?;
     Ok(runs)
 }
 
@@ -244,33 +242,29 @@ fn write_csv(out: &ResultsDir, runs: &[IncastRun]) -> Result<()> {
         }
     }
     drop(w);
-    let mut w = out.csv(
+    out.csv_rows(
         "runs.csv",
-        "algorithm,workers,bytes_per_worker,rounds,qct_p50_ms,qct_p99_ms,qct_max_ms,ideal_ms,\
-         slow_round_fraction,timeouts,loss_probes,retransmits,drops,queue_mean,queue_max",
-    )?;
-    for r in runs {
-        writeln!(
-            w,
-            "{},{},{},{},{:.3},{:.3},{:.3},{:.3},{:.4},{},{},{},{},{:.2},{}",
-            r.algorithm,
-            r.workers,
-            r.bytes_per_worker,
-            r.rounds,
-            r.qct_ms.p50,
-            r.qct_ms.p99,
-            r.qct_ms.max,
-            r.ideal_ms,
-            r.slow_round_fraction,
-            r.timeouts,
-            r.loss_probes,
-            r.retransmits,
-            r.drops,
-            r.queue.mean,
-            r.queue.max
-        )?;
-    }
-    Ok(())
+        runs,
+        &[
+            ("algorithm", |r| r.algorithm.clone()),
+            ("workers", |r| r.workers.to_string()),
+            ("bytes_per_worker", |r| r.bytes_per_worker.to_string()),
+            ("rounds", |r| r.rounds.to_string()),
+            ("qct_p50_ms", |r| format!("{:.3}", r.qct_ms.p50)),
+            ("qct_p99_ms", |r| format!("{:.3}", r.qct_ms.p99)),
+            ("qct_max_ms", |r| format!("{:.3}", r.qct_ms.max)),
+            ("ideal_ms", |r| format!("{:.3}", r.ideal_ms)),
+            ("slow_round_fraction", |r| {
+                format!("{:.4}", r.slow_round_fraction)
+            }),
+            ("timeouts", |r| r.timeouts.to_string()),
+            ("loss_probes", |r| r.loss_probes.to_string()),
+            ("retransmits", |r| r.retransmits.to_string()),
+            ("drops", |r| r.drops.to_string()),
+            ("queue_mean", |r| format!("{:.2}", r.queue.mean)),
+            ("queue_max", |r| r.queue.max.to_string()),
+        ],
+    )
 }
 
 fn plots(out: &ResultsDir, cfg: &IncastConfig, runs: &[IncastRun]) -> Result<()> {

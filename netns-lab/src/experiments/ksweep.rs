@@ -20,7 +20,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use tc_qdisc::intf::queue_sample;
-use tc_qdisc::{Backend, Bottleneck};
+use tc_qdisc::{Bottleneck, Marking};
 
 use crate::experiments::{run_scenario, Pair};
 use crate::measure::scenario::{Outcome, Scenario};
@@ -185,16 +185,22 @@ pub enum Switch {
     Red,
 }
 
+impl Switch {
+    fn marking(self) -> Marking {
+        match self {
+            Switch::BpfStep => Marking::BpfStep,
+            Switch::Red => Marking::Red,
+        }
+    }
+}
+
 /// The bottleneck of a run: the switch at K, a buffer that never drops a
 /// DCTCP window (four times the path's BDP plus K, at least 425 packets).
 fn bottleneck(p: &Pair, k: u32, switch: Switch) -> Bottleneck {
     let bdp = bdp_pkts(p.rate_bps, p.rtt);
     let buffer = (4.0 * bdp + f64::from(k) * 2.0).ceil().max(425.0) as u32;
     Bottleneck {
-        backend: match switch {
-            Switch::BpfStep => Backend::BpfStep { k },
-            Switch::Red => Backend::red_step(k),
-        },
+        backend: switch.marking().at(k, p.rate_bps),
         ..Bottleneck::step(p.rate_bps, buffer, k)
     }
 }
@@ -316,7 +322,6 @@ fn search_k_min(
 }
 
 fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<KMin>> {
-    out.write_json("config.json", cfg)?;
     let algorithms = Algorithms::attach(&["bpf_dctcp".to_string()])?;
     let ours = algorithms.ours("bpf_dctcp");
     let cc = algorithms.cc("bpf_dctcp");
@@ -380,37 +385,31 @@ fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<V
         });
     }
     write_csv(out, &runs)?;
-    out.write_json("runs.json", &runs)?;
     out.write_json("k_min.json", &found)?;
     plot_queues(out, &traces)?;
     plot_sweep(out, cfg, &runs)?;
-    out.write_text("summary.md", &summary(cfg, &runs, &found))?;
+    out.write_up(&runs, &summary(cfg, &runs, &found))?;
     Ok(found)
 }
 
 fn write_csv(out: &ResultsDir, runs: &[KRun]) -> Result<()> {
-    let mut w = out.csv(
+    out.csv_rows(
         "runs.csv",
-        "rate_bps,rtt_us,k,k_over_k_opt,bisection,empty,utilization,mean,p5,p95,drops",
-    )?;
-    for r in runs {
-        writeln!(
-            w,
-            "{},{},{},{:.4},{},{:.5},{:.5},{:.2},{},{},{}",
-            r.pair.rate_bps,
-            r.pair.rtt.as_micros(),
-            r.k,
-            r.k_ratio,
-            r.bisection,
-            r.empty,
-            r.utilization,
-            r.mean,
-            r.p5,
-            r.p95,
-            r.drops
-        )?;
-    }
-    Ok(())
+        runs,
+        &[
+            ("rate_bps", |r| r.pair.rate_bps.to_string()),
+            ("rtt_us", |r| r.pair.rtt.as_micros().to_string()),
+            ("k", |r| r.k.to_string()),
+            ("k_over_k_opt", |r| format!("{:.4}", r.k_ratio)),
+            ("bisection", |r| r.bisection.to_string()),
+            ("empty", |r| format!("{:.5}", r.empty)),
+            ("utilization", |r| format!("{:.5}", r.utilization)),
+            ("mean", |r| format!("{:.2}", r.mean)),
+            ("p5", |r| r.p5.to_string()),
+            ("p95", |r| r.p95.to_string()),
+            ("drops", |r| r.drops.to_string()),
+        ],
+    )
 }
 
 /// Seed 001's Fig. 1: the queue over a second of each run at the first

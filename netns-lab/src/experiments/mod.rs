@@ -21,6 +21,7 @@ use anyhow::{bail, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use serde::Serialize;
+use tc_qdisc::Marking;
 
 use crate::measure::scenario::{self, RunData, Scenario};
 use crate::net::delay::{bdp_pkts, fmt_duration, parse_duration};
@@ -52,6 +53,49 @@ pub struct OneRate {
     pub star: StarArgs,
     #[command(flatten)]
     pub rtt: crate::net::delay::RttArgs,
+}
+
+/// One line of a comparison (`lab queue`, `lab convergence`): an algorithm
+/// on a backend, `bpf_dctcp:bpf-step`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Variant {
+    /// As given: `bpf_dctcp` (attached for the run), or a kernel algorithm.
+    pub cc: String,
+    pub backend: Marking,
+}
+
+impl Variant {
+    pub fn label(&self) -> String {
+        format!("{}@{}", self.cc, self.backend)
+    }
+
+    /// ECN-based DCTCP, held to the DCTCP targets.
+    pub fn is_dctcp(&self) -> bool {
+        self.cc.ends_with("dctcp")
+    }
+
+    /// Whether the backend marks at K (everything but droptail), where a
+    /// working ECN sender never needs a window beyond K + C x RTT.
+    pub fn marks(&self) -> bool {
+        self.backend.marks()
+    }
+}
+
+/// DCTCP on the BPF step marker beside TCP on a drop-tail queue.
+pub const DEFAULT_VARIANTS: &str = "bpf_dctcp:bpf-step,cubic:droptail,reno:droptail";
+
+pub fn parse_variant(s: &str) -> Result<Variant, String> {
+    let (cc, backend) = s.split_once(':').ok_or_else(|| {
+        format!("`{s}`: expected algorithm:backend, e.g. bpf_dctcp:bpf-step or cubic:droptail")
+    })?;
+    let backend = backend.parse()?;
+    if cc.is_empty() {
+        return Err(format!("`{s}`: no algorithm"));
+    }
+    Ok(Variant {
+        cc: cc.to_string(),
+        backend,
+    })
 }
 
 /// One (C, RTT) setting: `100M@8ms`.
@@ -140,7 +184,8 @@ pub trait ExperimentArgs {
 
 /// Registers an experiment module: `register!("name", Args => Config)`,
 /// where `Args::config` builds the configuration, `Config::validate` checks
-/// it and the module's `run` runs it.
+/// it and the module's `run` runs it, after config.json is written; `run`
+/// ends with [`ResultsDir::write_up`].
 macro_rules! register {
     ($name:literal, $args:ty => $config:ty) => {
         impl $crate::experiments::Experiment for $config {
@@ -153,6 +198,7 @@ macro_rules! register {
                 out: &$crate::report::results::ResultsDir,
                 stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
             ) -> anyhow::Result<()> {
+                out.write_json("config.json", self)?;
                 run(self, out, stop).map(drop)
             }
         }

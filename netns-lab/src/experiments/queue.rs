@@ -12,9 +12,9 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use serde::Serialize;
 use tc_qdisc::intf::queue_sample;
-use tc_qdisc::{Backend, Bottleneck};
+use tc_qdisc::Bottleneck;
 
-use crate::experiments::{run_scenario, StarArgs};
+use crate::experiments::{parse_variant, run_scenario, StarArgs, Variant, DEFAULT_VARIANTS};
 use crate::measure::cctrace::CcTrace;
 use crate::measure::scenario::{Outcome, Scenario};
 use crate::net::delay::{datacenter_rtt, RoundTrip, RttArgs};
@@ -153,72 +153,6 @@ pub fn default_rwnd_clamp_pkts(rate_bps: u64, rtt: Duration, k: u32) -> u32 {
     (2 * (bdp + k)).clamp(RWND_CLAMP_FLOOR_PKTS, RWND_CLAMP_MAX_PKTS)
 }
 
-/// One line of the comparison: an algorithm on a backend.
-#[derive(Clone, Debug, Serialize)]
-pub struct Variant {
-    /// As given: `bpf_dctcp` (attached for the run), or a kernel algorithm.
-    pub cc: String,
-    pub backend: String,
-}
-
-impl Variant {
-    pub fn label(&self) -> String {
-        format!("{}@{}", self.cc, self.backend)
-    }
-
-    /// ECN-based DCTCP, held to the DCTCP targets.
-    pub fn is_dctcp(&self) -> bool {
-        self.cc.ends_with("dctcp")
-    }
-
-    /// Whether the backend marks at K (everything but droptail), where a
-    /// working ECN sender never needs a window beyond K + C x RTT.
-    pub fn marks(&self) -> bool {
-        self.backend != "droptail"
-    }
-}
-
-pub const DEFAULT_VARIANTS: &str = "bpf_dctcp:bpf-step,cubic:droptail,reno:droptail";
-
-pub fn parse_variant(s: &str) -> Result<Variant, String> {
-    let (cc, backend) = s.split_once(':').ok_or_else(|| {
-        format!("`{s}`: expected algorithm:backend, e.g. bpf_dctcp:bpf-step or cubic:droptail")
-    })?;
-    backend_for(backend, 20, 100_000_000).map_err(|e| e.to_string())?;
-    if cc.is_empty() {
-        return Err(format!("`{s}`: no algorithm"));
-    }
-    Ok(Variant {
-        cc: cc.to_string(),
-        backend: backend.to_string(),
-    })
-}
-
-/// The backend called `name` with threshold K; fq_codel's threshold is the
-/// time K packets take at the link rate.
-pub fn backend_for(name: &str, k: u32, rate_bps: u64) -> Result<Backend> {
-    Ok(match name {
-        "droptail" => Backend::Droptail,
-        "bpf-step" => Backend::BpfStep { k },
-        "bpf-red" => Backend::BpfRed {
-            min: k,
-            max: 3 * k,
-            max_p: 0.1,
-            wlog: 9,
-        },
-        "red" => Backend::red_step(k),
-        "fq_codel" => Backend::FqCodel {
-            ce_threshold_us: ((u64::from(k)
-                * u64::from(tc_qdisc::backend::PKT_BYTES)
-                * 8
-                * 1_000_000)
-                / rate_bps)
-                .max(1) as u32,
-        },
-        other => bail!("backend `{other}`: use droptail, bpf-step, bpf-red, red or fq_codel"),
-    })
-}
-
 impl QueueConfig {
     /// The round trip of the runs at `rate`.
     pub fn round_trip(&self, rate_bps: u64) -> Option<RoundTrip> {
@@ -259,7 +193,7 @@ impl QueueConfig {
                 Bottleneck {
                     rate_bps: rate,
                     buffer_pkts: self.buffer_pkts,
-                    backend: backend_for(&v.backend, self.k, rate)?,
+                    backend: v.backend.at(self.k, rate),
                 }
                 .validate()?;
             }
@@ -279,7 +213,6 @@ impl QueueConfig {
 }
 
 fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<Outcome>> {
-    out.write_json("config.json", cfg)?;
     let variants: Vec<Variant> = cfg
         .variants
         .iter()
@@ -299,7 +232,7 @@ fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Ve
             let bottleneck = Bottleneck {
                 rate_bps: rate,
                 buffer_pkts: cfg.buffer_pkts,
-                backend: backend_for(&v.backend, cfg.k, rate)?,
+                backend: v.backend.at(cfg.k, rate),
             };
             let scn = Scenario {
                 round_trip: cfg.round_trip(rate),

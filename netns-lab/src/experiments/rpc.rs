@@ -196,7 +196,6 @@ fn one_run(cfg: &RpcConfig, algorithm: &str, cc: &str, stop: &Arc<AtomicBool>) -
 }
 
 fn run(cfg: &RpcConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<RpcRun>> {
-    out.write_json("config.json", cfg)?;
     let algorithms = Algorithms::attach(&cfg.algorithms)?;
     let mut runs = Vec::new();
     for a in &cfg.algorithms {
@@ -228,9 +227,8 @@ fn run(cfg: &RpcConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<
         out.write_json(&format!("rpcgen-{a}.json"), &r.report)?;
         runs.push(r);
     }
-    out.write_json("runs.json", &runs)?;
     plot_tails(out, cfg, &runs)?;
-    out.write_text("summary.md", &summary(cfg, &runs))?;
+    out.write_up(&runs, &summary(cfg, &runs))?;
     Ok(runs)
 }
 

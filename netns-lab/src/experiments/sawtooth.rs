@@ -331,7 +331,6 @@ fn measure(pair: Pair, n: usize, k: u32, data: &RunData) -> SawRun {
 }
 
 fn run(cfg: &SawtoothConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<SawRun>> {
-    out.write_json("config.json", cfg)?;
     let algorithms = Algorithms::attach(&["bpf_dctcp".to_string()])?;
     let ours = algorithms.ours("bpf_dctcp");
     let cc = algorithms.cc("bpf_dctcp");
@@ -364,8 +363,7 @@ fn run(cfg: &SawtoothConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result
         }
     }
     write_csv(out, &runs)?;
-    out.write_json("runs.json", &runs)?;
-    out.write_text("summary.md", &summary(cfg, &runs))?;
+    out.write_up(&runs, &summary(cfg, &runs))?;
     Ok(runs)
 }
 
@@ -584,55 +582,65 @@ fn plot_run(out: &ResultsDir, r: &SawRun, data: &RunData) -> Result<()> {
 }
 
 fn write_csv(out: &ResultsDir, runs: &[SawRun]) -> Result<()> {
-    let mut w = out.csv(
-        "runs.csv",
-        "rate_bps,rtt_us,k,flows,theory_qmax,theory_qmin,theory_amplitude,theory_period_rtts,theory_period_s,\
-         loaded_rtt_s,queue_top,queue_bottom,queue_swing,queue_period_s,queue_period_strength,\
-         window_top,window_bottom,window_amplitude,window_period_s,window_period_strength,cycles,flow_period_s,flow_amplitude,\
-         cwnd_correlation,cut_out,mean,p5,p95,max,utilization,rwnd_limited,drops,marks",
-    )?;
-    let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.5}"));
-    for r in runs {
-        let win = |f: fn(&Shape) -> Option<f64>| opt(r.window.as_ref().and_then(f));
-        writeln!(
-            w,
-            "{},{},{},{},{},{:.3},{:.3},{:.3},{:.6},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.2},{},{},{},{:.5},{:.4},{},{}",
-            r.pair.rate_bps,
-            r.pair.rtt.as_micros(),
-            r.k,
-            r.flows,
-            r.theory.q_max,
-            r.theory.q_min,
-            r.theory.amplitude,
-            r.theory.period_rtts,
-            r.theory_period_s,
-            r.loaded_rtt_s,
-            r.queue.cycles.top,
-            r.queue.cycles.bottom,
-            r.queue.cycles.amplitude,
-            opt(r.queue.period.map(|p| p.seconds)),
-            opt(r.queue.period.map(|p| p.strength)),
-            win(|s| Some(s.cycles.top)),
-            win(|s| Some(s.cycles.bottom)),
-            win(|s| Some(s.cycles.amplitude)),
-            win(|s| s.period.map(|p| p.seconds)),
-            win(|s| s.period.map(|p| p.strength)),
-            r.window.map_or(r.queue.cycles.cycles, |w| w.cycles.cycles),
-            opt(r.flow_period.map(|p| p.seconds)),
-            opt(r.flow_amplitude),
-            opt(r.synchrony.map(|s| s.mean_correlation)),
-            r.cut_out,
-            r.mean,
-            r.p5,
-            r.p95,
-            r.max,
-            r.utilization,
-            r.rwnd_limited,
-            r.drops,
-            r.marks
-        )?;
+    fn opt(v: Option<f64>) -> String {
+        v.map_or(String::new(), |v| format!("{v:.5}"))
     }
-    Ok(())
+    fn win(r: &SawRun, f: fn(&Shape) -> Option<f64>) -> String {
+        opt(r.window.as_ref().and_then(f))
+    }
+    out.csv_rows(
+        "runs.csv",
+        runs,
+        &[
+            ("rate_bps", |r| r.pair.rate_bps.to_string()),
+            ("rtt_us", |r| r.pair.rtt.as_micros().to_string()),
+            ("k", |r| r.k.to_string()),
+            ("flows", |r| r.flows.to_string()),
+            ("theory_qmax", |r| r.theory.q_max.to_string()),
+            ("theory_qmin", |r| format!("{:.3}", r.theory.q_min)),
+            ("theory_amplitude", |r| format!("{:.3}", r.theory.amplitude)),
+            ("theory_period_rtts", |r| {
+                format!("{:.3}", r.theory.period_rtts)
+            }),
+            ("theory_period_s", |r| format!("{:.6}", r.theory_period_s)),
+            ("loaded_rtt_s", |r| format!("{:.6}", r.loaded_rtt_s)),
+            ("queue_top", |r| r.queue.cycles.top.to_string()),
+            ("queue_bottom", |r| r.queue.cycles.bottom.to_string()),
+            ("queue_swing", |r| r.queue.cycles.amplitude.to_string()),
+            ("queue_period_s", |r| opt(r.queue.period.map(|p| p.seconds))),
+            ("queue_period_strength", |r| {
+                opt(r.queue.period.map(|p| p.strength))
+            }),
+            ("window_top", |r| win(r, |s| Some(s.cycles.top))),
+            ("window_bottom", |r| win(r, |s| Some(s.cycles.bottom))),
+            ("window_amplitude", |r| win(r, |s| Some(s.cycles.amplitude))),
+            ("window_period_s", |r| {
+                win(r, |s| s.period.map(|p| p.seconds))
+            }),
+            ("window_period_strength", |r| {
+                win(r, |s| s.period.map(|p| p.strength))
+            }),
+            ("cycles", |r| {
+                r.window
+                    .map_or(r.queue.cycles.cycles, |w| w.cycles.cycles)
+                    .to_string()
+            }),
+            ("flow_period_s", |r| opt(r.flow_period.map(|p| p.seconds))),
+            ("flow_amplitude", |r| opt(r.flow_amplitude)),
+            ("cwnd_correlation", |r| {
+                opt(r.synchrony.map(|s| s.mean_correlation))
+            }),
+            ("cut_out", |r| format!("{:.4}", r.cut_out)),
+            ("mean", |r| format!("{:.2}", r.mean)),
+            ("p5", |r| r.p5.to_string()),
+            ("p95", |r| r.p95.to_string()),
+            ("max", |r| r.max.to_string()),
+            ("utilization", |r| format!("{:.5}", r.utilization)),
+            ("rwnd_limited", |r| format!("{:.4}", r.rwnd_limited)),
+            ("drops", |r| r.drops.to_string()),
+            ("marks", |r| r.marks.to_string()),
+        ],
+    )
 }
 
 fn summary(cfg: &SawtoothConfig, runs: &[SawRun]) -> String {

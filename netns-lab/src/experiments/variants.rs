@@ -28,7 +28,7 @@ use crate::report::results::ResultsDir;
 use crate::report::tables::{repairs_note, table_header};
 use crate::stats::{cdf, jain, Summary};
 use crate::traffic::bulk::FlowResult;
-use crate::traffic::cc::LabCc;
+use crate::traffic::cc::{LabCc, KDCTCP_ALL_FOUR};
 use crate::units::fmt_rate;
 
 /// A contender: an algorithm and the switches it runs with.
@@ -75,16 +75,8 @@ pub const CONTENDERS: &[Contender] = &[
     Contender {
         label: "all four",
         algo: Algo::Kdctcp,
-        params: ALL_FOUR,
+        params: KDCTCP_ALL_FOUR,
     },
-];
-
-/// bpf_kdctcp's parameters for seed 002's own DCTCP: every modification on.
-pub const ALL_FOUR: &[&str] = &[
-    "per_ack_alpha=1",
-    "progressive=1",
-    "cwr_growth=1",
-    "fine_alpha=1",
 ];
 
 #[derive(Clone, Debug, Serialize)]
@@ -266,7 +258,6 @@ fn scenario(cfg: &VariantsConfig, label: &str, cc: &LabCc) -> Scenario {
 const START_SPAN_S: f64 = 1.5;
 
 fn run(cfg: &VariantsConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<VariantRun>> {
-    out.write_json("config.json", cfg)?;
     // All attached at once, each under its own (lab) name.
     let attached: Vec<LabCc> = CONTENDERS
         .iter()
@@ -347,8 +338,7 @@ fn run(cfg: &VariantsConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result
         }
     }
     plot_traces(out, cfg, cwnd_panels, alpha_lines, queue_cdfs)?;
-    out.write_json("runs.json", &runs)?;
-    out.write_text("summary.md", &summary(cfg, &runs))?;
+    out.write_up(&runs, &summary(cfg, &runs))?;
     Ok(runs)
 }
 

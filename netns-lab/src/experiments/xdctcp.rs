@@ -261,7 +261,6 @@ pub struct XdctcpResults {
 }
 
 fn run(cfg: &XdctcpConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<XdctcpResults> {
-    out.write_json("config.json", cfg)?;
     let dctcp = LabCc::attach(Algo::Dctcp, vec![])?;
     let mut x_params = cfg.setting.assignments();
     x_params.push(Assignment {

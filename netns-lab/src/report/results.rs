@@ -14,6 +14,9 @@ pub struct ResultsDir {
 }
 
 /// Results land under `results/` of the current directory unless --out says.
+/// A column of [`ResultsDir::csv_rows`]: its name, and its field of a record.
+pub type Column<T> = (&'static str, fn(&T) -> String);
+
 pub fn default_root() -> PathBuf {
     PathBuf::from("results")
 }
@@ -62,8 +65,28 @@ impl ResultsDir {
         Ok(())
     }
 
+    /// The end of an experiment's run: its runs as data (runs.json) and its
+    /// summary (summary.md), beside the CSVs and plots it wrote.
+    pub fn write_up<T: Serialize>(&self, runs: &T, summary: &str) -> Result<()> {
+        self.write_json("runs.json", runs)?;
+        self.write_text("summary.md", summary)
+    }
+
     pub fn write_text(&self, name: &str, text: &str) -> Result<()> {
         std::fs::write(self.file(name), text).with_context(|| format!("writing {name}"))
+    }
+
+    /// A CSV of one row per record, each column a name beside how it is
+    /// written, so header and rows cannot drift apart.
+    pub fn csv_rows<T>(&self, name: &str, rows: &[T], columns: &[Column<T>]) -> Result<()> {
+        let header: Vec<&str> = columns.iter().map(|c| c.0).collect();
+        let mut w = self.csv(name, &header.join(","))?;
+        for r in rows {
+            let fields: Vec<String> = columns.iter().map(|c| (c.1)(r)).collect();
+            writeln!(w, "{}", fields.join(","))?;
+        }
+        w.flush()?;
+        Ok(())
     }
 
     /// A CSV writer; `.csv.gz` names are compressed.

@@ -13,6 +13,15 @@ pub type Repairs = (u64, u64, u64);
 /// The impossible (ssthresh, cwnd) the guard last repaired, as found.
 pub type Found = (u64, u64);
 
+/// bpf_kdctcp's parameters for seed 002's own DCTCP: every modification on
+/// (`lab variants`' last contender, `lab coexist`'s second DCTCP).
+pub const KDCTCP_ALL_FOUR: &[&str] = &[
+    "per_ack_alpha=1",
+    "progressive=1",
+    "cwr_growth=1",
+    "fine_alpha=1",
+];
+
 /// A BPF algorithm registered for one lab run.
 pub struct LabCc {
     pub name: String,
@@ -122,10 +131,11 @@ pub fn switch_for(
         rate_bps,
         buffer_pkts,
         backend: if algorithm == "bpf_dctcp" {
-            tc_qdisc::Backend::BpfStep { k }
+            tc_qdisc::Marking::BpfStep
         } else {
-            tc_qdisc::Backend::Droptail
-        },
+            tc_qdisc::Marking::Droptail
+        }
+        .at(k, rate_bps),
     }
 }
 
