@@ -179,9 +179,20 @@ fn every_command_and_option_the_docs_show_exists() {
                     }
                 }
                 "loader" | "lab" => {
+                    // The subcommand: the first word that is neither an
+                    // option nor the value of one before it (`lab --cpus 1
+                    // sawtooth`: `--cpus <LIST>` in `lab --help`).
+                    let top = helps.get(bin, None).unwrap_or_default().to_string();
+                    let mut i = 1;
+                    while let Some(w) = words.get(i).filter(|w| w.starts_with("--")) {
+                        let takes_value = !w.contains('=') && top.contains(&format!("{w} <"));
+                        i += if takes_value { 2 } else { 1 };
+                    }
+                    let placeholder =
+                        |w: &str| w.starts_with('<') || w.chars().all(|c| c.is_ascii_uppercase());
                     let sub = words
-                        .get(1)
-                        .filter(|w| !w.starts_with('-') && !w.starts_with('<'))
+                        .get(i)
+                        .filter(|w| !w.starts_with('-') && !placeholder(w))
                         .map(String::as_str);
                     checked += 1;
                     let Some(help) = helps.get(bin, sub) else {

@@ -8,18 +8,28 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_csv, assert_plots, assert_refused, json, lab, namespaces_with, require_root, serial,
-    stderr, tmpdir,
+    assert_csv, assert_plots, assert_refused, json, lab, lab_cpu, namespaces_with, require_root,
+    serial, stderr, tmpdir,
 };
 
-/// Bounds from 8 quick runs on this kernel; each assertion names their spread.
+/// Bounds from 10 quick runs on this kernel, on one CPU (`--cpus`, as the
+/// test runs it: away from the platform's agent, so the known issue never
+/// struck; 2026-11-28); each assertion names their spread.
 #[test]
 fn sawtooth_peaks_near_k_plus_n_with_unsynchronized_flows() {
     require_root();
     let _serial = serial();
     let before = namespaces_with("dl");
     let out = tmpdir("sawtooth");
-    let o = lab(&["sawtooth", "--quick", "--out", out.to_str().unwrap()]);
+    let cpu = lab_cpu();
+    let o = lab(&[
+        "--cpus",
+        &cpu,
+        "sawtooth",
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let runs = json(&out.join("runs.json"));
     let runs = runs.as_array().unwrap();
@@ -37,8 +47,8 @@ fn sawtooth_peaks_near_k_plus_n_with_unsynchronized_flows() {
     };
     let top = |r: &Value| f(r, &["queue", "cycles", "top"]);
     let window_top = |r: &Value| f(r, &["window", "cycles", "top"]) - f(r, &["theory", "bdp"]);
-    // N = 2: the queue's cycles top out at K + N = 22 (runs: 21 in all eight),
-    // the summed windows at C x RTT + 21.8 (all eight).
+    // N = 2: the queue's cycles top out at K + N = 22 (runs: 21 in all ten),
+    // the summed windows at C x RTT + 21.8 (all ten).
     assert!(
         (19.0..=25.0).contains(&top(two)),
         "N = 2 cycle top {}",
@@ -50,28 +60,29 @@ fn sawtooth_peaks_near_k_plus_n_with_unsynchronized_flows() {
         window_top(two)
     );
     // More flows, a higher peak: K + N = 30 against 22 (runs: N = 10 tops
-    // 26-30, 5-9 above N = 2's).
+    // 28, 7 above N = 2's, in all ten).
     assert!(
         top(ten) >= top(two) + 3.0,
         "N = 10 top {} against N = 2's {}",
         top(ten),
         top(two)
     );
-    // And Qmax = K + N at N = 10 itself, within the band those eight runs
-    // allow (26-30 against 30): 2 below their lowest, 4 above their highest.
+    // And Qmax = K + N at N = 10 itself: 28 against 30 in all ten, held
+    // within 3 of it. (Unpinned, where the issue struck every run, ten tops
+    // read 25-29 and a fresh clone's 41, under the plateau a burst left.)
     assert!(
-        (24.0..=34.0).contains(&top(ten)),
+        (25.0..=31.0).contains(&top(ten)),
         "N = 10 cycle top {}, K + N = 30",
         top(ten)
     );
     // Not synchronized, as seed 000 found: the two flows' cwnd correlate
-    // at most weakly (runs: -0.40 to -0.04), far from the analysis's 1.
+    // at most weakly (runs: -0.50 to -0.40), far from the analysis's 1.
     let sync = f(two, &["synchrony", "mean_correlation"]);
     assert!(sync < 0.5, "N = 2 cwnd correlation {sync}");
     // The analysis cuts the known issue's bursts out (README; the summary
-    // says how much): 5 runs (2026-11-27) cut 7.8-10.7 % at N = 2 and
-    // 10.7-23.6 % at N = 10. Past 40 % the cycles would rest on what is
-    // left rather than on the run.
+    // says how much): the ten pinned runs had none to cut; unpinned ones
+    // cut 4.9-14.4 % at N = 2 and 9.4-24.0 % at N = 10. Past 40 % the
+    // cycles would rest on what is left rather than on the run.
     for r in [two, ten] {
         let cut = f(r, &["cut_out"]);
         assert!(
@@ -82,7 +93,7 @@ fn sawtooth_peaks_near_k_plus_n_with_unsynchronized_flows() {
         );
     }
     for r in [two, ten] {
-        // Runs: 0 drops, utilization 99.6-99.9 %; the buffer holds every
+        // Runs: 0 drops, utilization 99.9-100 %; the buffer holds every
         // window a receiver can advertise, so a burst is never dropped.
         assert_eq!(r["drops"], 0, "{r}");
         assert!(f(r, &["utilization"]) >= 0.95, "{r}");

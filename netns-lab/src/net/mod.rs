@@ -3,6 +3,7 @@
 //! removing what runs leave. Imports only report and the flat utilities.
 
 pub mod cleanup;
+pub mod cpus;
 pub mod delay;
 pub mod delayline;
 pub mod doctor;

@@ -40,6 +40,17 @@ pub fn lab(args: &[&str]) -> Output {
         .expect("running lab")
 }
 
+/// The CPU a test keeps its lab on (`lab --cpus`): the last one online.
+/// On this host the impossible window strikes only where the platform's
+/// agent shares a CPU with the lab's TCP processing, and the agent moves to
+/// the CPU the lab leaves free (docs/kernels.md, "the strikes follow the
+/// platform's agent"): a pinned run measures DCTCP, not the platform.
+pub fn lab_cpu() -> String {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let last = online.trim().rsplit([',', '-']).next().unwrap();
+    last.to_string()
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
