@@ -440,6 +440,7 @@ mod tests {
             }
         );
         assert_eq!(Marking::BpfStep.at(9, 1), Backend::BpfStep { k: 9 });
+        assert_eq!(Marking::FqCodel.to_string(), "fq_codel");
         let e = "pie".parse::<Marking>().unwrap_err();
         assert!(
             e.contains("`pie`") && e.contains("bpf-step") && e.contains("fq_codel"),

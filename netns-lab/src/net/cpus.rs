@@ -115,14 +115,30 @@ mod tests {
             assert!(parse_cpus(bad).is_err(), "{bad}");
         }
         assert!(parse_cpus("3-1").unwrap_err().contains("backwards"));
+        assert_eq!(parse_cpus("2-2"), Ok(CpuList(vec![2])));
     }
 
     #[test]
     fn only_cpus_this_process_may_use_pass() {
         let mine = allowed().unwrap();
-        assert!(!mine.is_empty());
+        assert_eq!(
+            mine.len(),
+            std::thread::available_parallelism().unwrap().get()
+        );
         assert!(CpuList(mine.clone()).check().is_ok());
         let e = CpuList(vec![MAX_CPU]).check().unwrap_err().to_string();
         assert!(e.contains(&format!("CPU {MAX_CPU} not available")), "{e}");
+    }
+
+    #[test]
+    fn a_pinned_thread_runs_only_where_it_was_told() {
+        let last = *allowed().unwrap().last().unwrap();
+        let after = std::thread::spawn(move || {
+            CpuList(vec![last]).pin_self().unwrap();
+            allowed().unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(after, vec![last]);
     }
 }
