@@ -66,28 +66,10 @@ fn convergence_runs(out: &std::path::Path) -> Value {
     json(&out.join("runs.json"))
 }
 
-/// DCTCP's least even phase, at least: min Jain read 0.961-1.000 in 18
-/// runs (eleven before 2026-11-27, six that day, a CI run's 0.961), so the
-/// bound sits 0.03 under the lowest.
-const FAIR: f64 = 0.93;
-
-/// Why bpf_dctcp's run may not show its fairness: the known issue (README)
-/// struck with ssthresh or cwnd repairs and a phase came out unfair.
-fn struck_and_unfair(runs: &Value) -> Option<String> {
-    let r = runs
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["variant"] == "bpf_dctcp@bpf-step")?;
-    let repairs = &r["guard_repairs"];
-    let struck = repairs[0].as_u64() > Some(0) || repairs[1].as_u64() > Some(0);
-    (struck && min_jain(r) < FAIR).then(|| {
-        format!(
-            "the known issue struck (guard repairs {repairs}) and DCTCP's min Jain was {}",
-            min_jain(r)
-        )
-    })
-}
+/// DCTCP's least even phase, at least: min Jain read 0.996-1.000 in 5 runs
+/// on the lab's own CPU (2026-11-28; cubic's 0.746-0.833), and unpinned,
+/// with the known issue striking, 0.961-1.000 in 18.
+const FAIR: f64 = 0.95;
 
 /// Bounds from 6 quick runs on this kernel; each assertion names their
 /// spread.
@@ -97,17 +79,11 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue() {
     let _serial = serial();
     let before = namespaces_with("dl");
     let out = tmpdir("convergence");
-    let mut runs = convergence_runs(&out);
-    // The known issue strikes every run here (17-30 ssthresh repairs) and
-    // most leave DCTCP fair (min Jain 0.97-0.99); one in a fresh clone's
-    // suite (2026-11-26, repairs 26 / 18 / 491) let the third flow take
-    // 80 Mbit/s for its whole 10 s while the other two got 8 each (min
-    // Jain 0.49), the queue still at K. Such a run is reported and the
-    // experiment runs once more; every bound below holds for that run.
-    if let Some(why) = struck_and_unfair(&runs) {
-        eprintln!("{why}: running it once more");
-        runs = convergence_runs(&out);
-    }
+    // Unpinned, the known issue struck every run here (17-30 ssthresh
+    // repairs), and one (a fresh clone's suite, 2026-11-26, repairs 26 / 18
+    // / 491) let the third flow take 80 Mbit/s for 10 s (min Jain 0.49);
+    // the test runs on its own CPU (`serial`), where it does not strike.
+    let runs = convergence_runs(&out);
     let runs = runs.as_array().unwrap();
     let by = |v: &str| {
         runs.iter()

@@ -32,28 +32,23 @@ fn ksweep_finds_the_queue_empty_below_k_opt_and_busy_above() {
     };
     let (low, high) = (at(2), at(95));
     let f = |r: &Value, key: &str| r[key].as_f64().unwrap();
-    // A run where the kernel issue (README) struck: the guard repaired
-    // ssthresh or cwnd values, and the bursts it could not stop fill the
-    // queue that K_opt/4 would leave empty (a fresh clone's suite,
-    // 2026-11-26: repairs 6 / 6 / 126 at K = 2, empty 9.3 %, utilization
-    // 99.2 %). Reported by the run, not a finding about K.
-    let repairs = &low["guard_repairs"];
-    if repairs[0].as_u64() > Some(0) || repairs[1].as_u64() > Some(0) {
-        eprintln!(
-            "the kernel issue struck at K = 2 (guard repairs {repairs}): emptiness not judged there"
-        );
-    } else {
-        assert!(
-            f(low, "empty") >= 0.5,
-            "K = K_opt/4: empty {}",
-            low["empty"]
-        );
-        assert!(
-            f(low, "utilization") <= 0.9,
-            "K = K_opt/4: {}",
-            low["utilization"]
-        );
-    }
+    // K_opt/4 runs the queue empty half the time and the link below 90 %
+    // (five runs on the lab's own CPU: empty 76.4-77.0 %, 79.6-82.4 %).
+    // (Unpinned, a strike of the known issue (README) could fill it: a
+    // fresh clone's suite, 2026-11-26, read empty 9.3 % after 6 / 6 / 126
+    // guard repairs; the test runs on its own CPU, `serial`.)
+    assert!(
+        f(low, "empty") >= 0.5,
+        "K = K_opt/4: empty {} (guard repairs {})",
+        low["empty"],
+        low["guard_repairs"]
+    );
+    assert!(
+        f(low, "utilization") <= 0.9,
+        "K = K_opt/4: {} (guard repairs {})",
+        low["utilization"],
+        low["guard_repairs"]
+    );
     assert!(
         f(high, "empty") <= 0.02,
         "K = 10 K_opt: empty {}",
@@ -72,32 +67,17 @@ fn ksweep_finds_the_queue_empty_below_k_opt_and_busy_above() {
     );
     assert!(below < k_min, "{k}");
     // Seed 001's finding: the queue stops running empty near K_opt (it says
-    // about 2 K_opt). Held within 0.5-3 K_opt (K_min 5-28 at K_opt 9.5): a
-    // marker that never marks puts it at the grid's first K, one that marks
-    // everything past the last. Quick runs here read 0.84 (five, earlier)
-    // and, 2026-11-27, 0.84 four times and 1.36 once (K = 8 empty 5.6 %),
-    // with the guard repairing 37-50 ssthresh values in each sweep; the
-    // known issue moves the boundary only by making a K at or above K_opt
-    // look empty (one earlier run: K_min 44 after a strike at K = 28), and
-    // only such a run leaves it unjudged.
+    // about 2 K_opt; here DCTCP's smaller oscillation keeps it busy lower).
+    // Quick runs read 0.84 (K_min 8 at K_opt 9.5) in all five on the lab's
+    // own CPU (2026-11-28, no guard repair), and unpinned 0.84 in 9 of 10
+    // and 1.36 once (K = 8 empty 5.6 %). Held within 0.5-1.5 K_opt (K_min
+    // 5-14): a marker that never marks puts it at the grid's first K, one
+    // that marks everything past the last, and one that marks late at 28.
     let ratio = k_min as f64 / k["k_opt"].as_f64().unwrap();
-    let struck_above_k_opt = runs.iter().any(|r| {
-        r["pair"] == k["pair"]
-            && f(r, "k_ratio") >= 1.0
-            && f(r, "empty") > 0.05
-            && (r["guard_repairs"][0].as_u64() > Some(0)
-                || r["guard_repairs"][1].as_u64() > Some(0))
-    });
-    if struck_above_k_opt {
-        eprintln!(
-            "the kernel issue struck a run at or above K_opt that read empty: K_min / K_opt {ratio:.2} not judged"
-        );
-    } else {
-        assert!(
-            (0.5..=3.0).contains(&ratio),
-            "K_min / K_opt {ratio:.2}: {k}"
-        );
-    }
+    assert!(
+        (0.5..=1.5).contains(&ratio),
+        "K_min / K_opt {ratio:.2}: {k}"
+    );
     // Every K of the bisection lies between the grid's neighbours of the boundary.
     for r in runs.iter().filter(|r| r["bisection"] == true) {
         let kk = r["k"].as_u64().unwrap();

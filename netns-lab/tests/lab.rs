@@ -13,7 +13,7 @@ mod common;
 
 use common::{
     assert_near, assert_refused, json, lab, namespaces_with, outcome, processes, quick_queue,
-    require_root, row_numbers, run_quick_queue, serial, stderr, struck, tmpdir, wait_until_gone,
+    require_root, row_numbers, run_quick_queue, serial, stderr, tmpdir, wait_until_gone,
 };
 
 /// Starts lab in the background, stderr captured.
@@ -26,20 +26,15 @@ fn spawn_lab(args: &[&str]) -> std::process::Child {
         .unwrap()
 }
 
-/// DCTCP on a marking switch never overflows a 425-packet buffer, unless
-/// the kernel issue of README "Known issue" struck, which the guard counts
-/// in `guard_repairs`; then the run is reported, not asserted drop-free.
-fn assert_drop_free_unless_struck(r: &Value) {
-    let repairs = &r["guard_repairs"];
-    if !struck(r) {
-        assert_eq!(
-            r["drops"], 0,
-            "DCTCP dropped with no guard repair: {}",
-            r["probe_check"]
-        );
-    } else {
-        eprintln!("guard repairs {repairs}: drops {} not asserted", r["drops"]);
-    }
+/// DCTCP on a marking switch never overflows a 425-packet buffer. (A run
+/// the known issue of README struck could, before the tests ran on their
+/// own CPU, away from the platform's agent; `serial`.)
+fn assert_drop_free(r: &Value) {
+    assert_eq!(
+        r["drops"], 0,
+        "DCTCP dropped (guard repairs {}): {}",
+        r["guard_repairs"], r["probe_check"]
+    );
 }
 
 #[test]
@@ -63,27 +58,30 @@ fn quick_queue_experiment_reproduces_the_shape_of_fig1() {
             "missing {f}"
         );
     }
-    // The queue holds at K even in runs the kernel issue of the README
-    // ("Known issue") struck: the guard's in-flight hold drains its bursts,
-    // and the receive-window cap (64 packets clamped, at most 90 per flow
-    // through the window scale, 180 in all, against a 425-packet buffer)
-    // keeps them from reaching the buffer's end.
-    // Bounds from 6 quick runs (2026-11-24, guard repairs in every one):
-    // DCTCP's median queue per arrival 18 in all, its mean over time
-    // 18.2-19.9, cubic's mean 364-374 (20.2-20.8 times DCTCP's median),
-    // DCTCP's utilization 99.2-99.98 % with no drops.
+    // On the test's own CPU (`serial`) the kernel issue of the README
+    // ("Known issue") does not strike: the guard repaired nothing in 10
+    // pinned `lab queue` runs and 40 of the other experiments
+    // (docs/kernels.md); a repair here means the platform's agent reached
+    // the lab's CPU, and every bound below would judge the platform.
+    let repairs = &dctcp["guard_repairs"];
+    assert!(
+        repairs[0] == 0 && repairs[1] == 0,
+        "the guard repaired ssthresh / cwnd {repairs} on the lab's own CPU"
+    );
+    // Bounds from 10 quick runs on the lab's own CPU (2026-11-28, no guard
+    // repair in any): DCTCP's median queue per arrival 17-18, its mean over
+    // time 18.11-18.16, cubic's mean 20.3-22.0 times DCTCP's median,
+    // DCTCP's utilization 99.98-100 % with no drops. (Unpinned, 6 runs of
+    // 2026-11-24 with repairs in each: the mean over time 18.2-19.9.)
     let median = dctcp["queue"]["p50"].as_f64().unwrap();
     let cubic_mean = cubic["queue"]["mean"].as_f64().unwrap();
     assert!(
-        (15.0..=23.0).contains(&median),
-        "DCTCP median queue {median}, K = 20 (guard repairs {})",
-        dctcp["guard_repairs"]
+        (15.0..=21.0).contains(&median),
+        "DCTCP median queue {median}, K = 20"
     );
     let over_time = dctcp["queue_over_time"]["mean"].as_f64().unwrap();
-    // A burst of the kernel issue adds to the mean what the median
-    // ignores: up to K + 5.
     assert!(
-        (16.0..=25.0).contains(&over_time),
+        (16.0..=21.0).contains(&over_time),
         "DCTCP mean queue over time {over_time}, K = 20"
     );
     assert!(
@@ -478,7 +476,7 @@ fn two_labs_at_once_do_not_interfere() {
         let r = outcome(dir, "100M-bpf_dctcp-bpf-step");
         // Each lab's bottleneck saw only its own two flows, at its own rate.
         assert_eq!(r["rx"].as_array().unwrap().len(), 2, "{}", r["rx"]);
-        assert_drop_free_unless_struck(&r);
+        assert_drop_free(&r);
         assert!(r["utilization"].as_f64().unwrap() > 0.9);
         // The queue level is not asserted here: two labs share two CPUs, which
         // is what this test is about, and what it measures is isolation.
@@ -1050,8 +1048,10 @@ fn incast_runs_every_point_and_256_workers_come_and_go() {
     assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
 }
 
-/// `lab rpc` end to end at 2 s per algorithm: both algorithms, both RPC
-/// sizes, every counter; bad input refused before anything is built.
+/// `lab rpc` end to end at 100 Mbit/s, 8 s per algorithm: both algorithms,
+/// both RPC sizes, every counter; bad input refused before anything is
+/// built. Not at the default 1 Gbit/s: on the one CPU the test keeps its
+/// lab on (`serial`), the CPU would be the bottleneck before the link.
 #[test]
 fn rpc_lab_reports_both_sizes_for_both_algorithms() {
     require_root();
@@ -1071,8 +1071,10 @@ fn rpc_lab_reports_both_sizes_for_both_algorithms() {
     let o = lab(&[
         "rpc",
         "--quick",
+        "--rate",
+        "100M",
         "--duration",
-        "2",
+        "8",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -1120,16 +1122,12 @@ fn rpc_lab_reports_both_sizes_for_both_algorithms() {
         assert!(r["receiver_cpu_s_per_gb"].as_f64().unwrap() > 0.0, "{r}");
     }
     // The finding (seed 004): DCTCP's short queue gives small RPCs a far
-    // shorter wait than cubic's full buffer, and shares more evenly. Six
-    // quick runs (2026-11-25), bpf_dctcp against cubic in the same run:
-    // 10 KB p50 0.35-0.46 of cubic's, p99 0.15-0.61 of it, Jain's index
-    // 0.13-0.23 above (0.71-0.79 against 0.56-0.60), drops 0-224 against
-    // 775-1316. A seventh (a fresh clone's suite, 2026-11-26) dropped 562
-    // against 1,005 (0.56), with 1 timeout and a 1 MB p99 of 255 ms: the
-    // known issue's burst (README), which rpcgen's sockets cannot show in
-    // a trace; hence three quarters of cubic's, not half. The p99 is not asserted: in a quick run it rests on the few
-    // slowest 10 KB RPCs, and a full suite run the same day measured 1.07
-    // (6763 us against 6311); the summary reports it.
+    // shorter wait than cubic's full buffer, and shares more evenly. Eleven
+    // runs on the lab's own CPU (2026-11-28, 57 RPCs of each size per
+    // algorithm, no guard repair), bpf_dctcp against cubic in the same run:
+    // 10 KB p50 0.39-0.62 of cubic's, p99 0.16-0.27 of it (the slowest one
+    // or two of 57: cubic's waited out its 425-packet buffer, about 50 ms),
+    // Jain's index 0.925-0.949 against 0.670-0.693, drops 0 against 0-126.
     let of = |a: &str| runs.iter().find(|r| r["algorithm"] == a).unwrap();
     let (d, c) = (of("bpf_dctcp"), of("cubic"));
     let small = |r: &Value, k: &str| {
@@ -1141,25 +1139,24 @@ fn rpc_lab_reports_both_sizes_for_both_algorithms() {
             .map(|s| s[k].as_f64().unwrap())
             .unwrap()
     };
-    assert!(
-        small(d, "p50_us") <= 0.65 * small(c, "p50_us"),
-        "10 KB p50: bpf_dctcp {} against cubic {}",
-        small(d, "p50_us"),
-        small(c, "p50_us")
-    );
+    for (k, bound) in [("p50_us", 0.8), ("p99_us", 0.5)] {
+        assert!(
+            small(d, k) <= bound * small(c, k),
+            "10 KB {k}: bpf_dctcp {} against cubic {}",
+            small(d, k),
+            small(c, k)
+        );
+    }
     let num = |r: &Value, k: &str| r[k].as_f64().unwrap();
     assert!(
-        num(d, "jain") >= num(c, "jain") + 0.05,
+        num(d, "jain") >= num(c, "jain") + 0.15,
         "Jain: bpf_dctcp {} against cubic {}",
         num(d, "jain"),
         num(c, "jain")
     );
-    assert!(
-        num(d, "drops") <= 0.75 * num(c, "drops"),
-        "drops: bpf_dctcp {} against cubic {}",
-        num(d, "drops"),
-        num(c, "drops")
-    );
+    // DCTCP's marks keep its queue off the buffer's end; cubic's drops
+    // (0 in three runs of eleven at this load) are reported, not bounded.
+    assert_eq!(num(d, "drops"), 0.0, "bpf_dctcp dropped: {d}");
     // Each size's row of the summary is the run's own percentiles.
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     for r in runs {

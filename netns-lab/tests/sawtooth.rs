@@ -81,12 +81,12 @@ fn sawtooth_peaks_near_k_plus_n_with_unsynchronized_flows() {
     assert!(sync < 0.5, "N = 2 cwnd correlation {sync}");
     // The analysis cuts the known issue's bursts out (README; the summary
     // says how much): the ten pinned runs had none to cut; unpinned ones
-    // cut 4.9-14.4 % at N = 2 and 9.4-24.0 % at N = 10. Past 40 % the
-    // cycles would rest on what is left rather than on the run.
+    // cut 4.9-14.4 % at N = 2 and 9.4-24.0 % at N = 10. A pinned run that
+    // cuts out more than 2 % met the issue after all.
     for r in [two, ten] {
         let cut = f(r, &["cut_out"]);
         assert!(
-            cut <= 0.4,
+            cut <= 0.02,
             "N = {}: {:.0} % cut out",
             r["flows"],
             cut * 100.0

@@ -9,8 +9,16 @@ pub mod faults;
 /// not compete for the CPUs, and the leftover checks count namespaces.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Takes the binary's lock and keeps the calling test's thread, and so
+/// every lab, loader and sender it starts, on `lab_cpu()`, as
+/// `lab --cpus` would: the runs measure DCTCP, not the platform (see
+/// there). The VM tier, which takes no lock, keeps QEMU on every CPU.
 pub fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    netns_lab::net::cpus::parse_cpus(&lab_cpu())
+        .and_then(|c| c.pin_self().map_err(|e| e.to_string()))
+        .expect("pinning the test to its lab CPU");
+    guard
 }
 
 /// Reports a test that cannot run here as skipped: a line `SKIP <test>:
@@ -40,7 +48,8 @@ pub fn lab(args: &[&str]) -> Output {
         .expect("running lab")
 }
 
-/// The CPU a test keeps its lab on (`lab --cpus`): the last one online.
+/// The CPU a test keeps its lab on (`serial`, `lab --cpus`): the last one
+/// online.
 /// On this host the impossible window strikes only where the platform's
 /// agent shares a CPU with the lab's TCP processing, and the agent moves to
 /// the CPU the lab leaves free (docs/kernels.md, "the strikes follow the
