@@ -24,12 +24,13 @@ use anyhow::{bail, Context, Result};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
+use dctcp_utils::bpffs::InstanceDir;
+use dctcp_utils::error::Exit;
+use dctcp_utils::{preflight, usage_bail};
+
 use crate::algo::{fallback_name, Algo};
-use crate::bpffs::InstanceDir;
-use crate::error::Exit;
 use crate::instance::{self, AttachMode, AttachRequest};
 use crate::params::{self, Assignment};
-use crate::{preflight, usage_bail};
 
 /// Where the unit's config lives (the path its ExecStart names).
 pub const DEFAULT_PATH: &str = "/etc/dctcp-bpf/attach.toml";
@@ -470,7 +471,7 @@ mod tests {
     fn refused(text: &str) -> String {
         let e = check(text).err().expect("accepted");
         assert!(
-            e.downcast_ref::<crate::error::UsageError>().is_some(),
+            e.downcast_ref::<dctcp_utils::error::UsageError>().is_some(),
             "{e:#}"
         );
         format!("{e:#}")

@@ -130,7 +130,7 @@ pub struct Decoder {
 
 impl Decoder {
     pub fn decode(&mut self, e: &dctcp_event) -> Event {
-        let key = crate::intf::to_bytes(&e.flow)
+        let key = dctcp_utils::bytes::to_bytes(&e.flow)
             .try_into()
             .expect("flow key size");
         let (local, remote) = self

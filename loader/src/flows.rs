@@ -17,10 +17,11 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Iter, Link};
 use serde::Serialize;
 
+use dctcp_utils::netns;
+use dctcp_utils::preflight;
+
 use crate::instance::{attached_names, c_str};
-use crate::intf::{self, dctcp_flow_key, flow_record, DCTCP_ALPHA_ONE, DCTCP_FLAG_FALLBACK};
-use crate::netns;
-use crate::preflight;
+use crate::intf::{dctcp_flow_key, flow_record, DCTCP_ALPHA_ONE, DCTCP_FLAG_FALLBACK};
 use crate::skel::flows::FlowsSkelBuilder;
 
 const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
@@ -243,7 +244,7 @@ fn read_records(link: &Link) -> Result<Vec<flow_record>> {
     let size = std::mem::size_of::<flow_record>();
     Ok(buf
         .chunks_exact(size)
-        .filter_map(intf::from_bytes)
+        .filter_map(dctcp_utils::bytes::from_bytes)
         .collect())
 }
 

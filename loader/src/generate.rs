@@ -24,7 +24,7 @@ pub fn intercept(command: impl FnOnce() -> clap::Command) -> Option<ExitCode> {
     }
     let cmd = command();
     let bin = cmd.get_name().to_string();
-    Some(crate::error::exit_code(&bin, run(cmd, &args[1..])))
+    Some(dctcp_utils::error::exit_code(&bin, run(cmd, &args[1..])))
 }
 
 fn run(cmd: clap::Command, args: &[OsString]) -> Result<()> {
@@ -36,7 +36,7 @@ fn run(cmd: clap::Command, args: &[OsString]) -> Result<()> {
         ["man", dir] => man_pages(cmd, PathBuf::from(dir)),
         ["complete-bash"] => completion(cmd, Shell::Bash),
         ["complete-zsh"] => completion(cmd, Shell::Zsh),
-        _ => crate::usage_bail!("{USAGE}"),
+        _ => dctcp_utils::usage_bail!("{USAGE}"),
     }
 }
 

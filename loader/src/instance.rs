@@ -9,11 +9,12 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, OpenMapMut};
 use serde::Serialize;
 
+use dctcp_utils::bpffs::{self, InstanceDir};
+use dctcp_utils::preflight;
+
 use crate::algo::{fallback_name, Algo};
-use crate::bpffs::{self, InstanceDir};
-use crate::intf::{self, dctcp_params, dctcp_stats};
+use crate::intf::{dctcp_params, dctcp_stats};
 use crate::params::{self, Assignment};
-use crate::preflight;
 use crate::skel::dctcp::DctcpSkelBuilder;
 use crate::skel::kdctcp::KdctcpSkelBuilder;
 use crate::skel::xdctcp::XdctcpSkelBuilder;
@@ -76,7 +77,7 @@ pub fn attach(req: &AttachRequest) -> Result<InstanceDir> {
         AttachMode::Auto => preflight::kernel_has_struct_ops_link(),
         AttachMode::Link if !preflight::kernel_has_struct_ops_link() => {
             let (major, minor) = preflight::kernel_version().unwrap_or((0, 0));
-            crate::usage_bail!(
+            dctcp_utils::usage_bail!(
                 "--mode link needs struct_ops links, Linux 6.4 or later (this kernel: \
                  {major}.{minor}); use --mode map (or auto, which picks it here)"
             );
@@ -160,7 +161,7 @@ macro_rules! load_algorithm {
         set_c_name(&mut rodata.fallback_name, fallback);
         open.maps
             .data_params
-            .set_initial_value(&intf::to_bytes($params))?;
+            .set_initial_value(&dctcp_utils::bytes::to_bytes($params))?;
         if !use_link {
             for map in [&mut open.maps.$ops, &mut open.maps.$reno] {
                 clear_link_flag(map)?;
@@ -325,7 +326,7 @@ pub fn detach(name: &str) -> Result<()> {
     let dir = InstanceDir::new(name);
     if !dir.exists() {
         let known: Vec<_> = bpffs::instances()?.into_iter().map(|d| d.name).collect();
-        crate::usage_bail!(
+        dctcp_utils::usage_bail!(
             "no algorithm named `{name}` is attached by loader (attached: {})",
             if known.is_empty() {
                 "none".to_string()
@@ -474,7 +475,7 @@ pub(crate) fn open_value<T>(pin: &Path) -> Result<MapHandle> {
 /// The value of a map `open_value` opened.
 pub(crate) fn lookup_value<T: Copy + Default>(map: &MapHandle) -> Result<T> {
     let bytes = map.lookup(&KEY0, MapFlags::ANY)?.context("empty map")?;
-    intf::from_bytes(&bytes).context("short map value")
+    dctcp_utils::bytes::from_bytes(&bytes).context("short map value")
 }
 
 pub fn describe(dir: &InstanceDir) -> Result<Instance> {
@@ -539,20 +540,22 @@ pub fn list() -> Result<Vec<Instance>> {
 pub fn set(name: &str, assignments: &[Assignment]) -> Result<String> {
     params::check_name(name)?;
     if assignments.is_empty() {
-        crate::usage_bail!(
+        dctcp_utils::usage_bail!(
             "nothing to set: give name=value pairs, e.g. `loader set {name} shift_g=5`"
         );
     }
     preflight::require_root("loader set")?;
     let dir = InstanceDir::new(name);
     if !dir.exists() {
-        crate::usage_bail!("no algorithm named `{name}` is attached by loader (see `loader list`)");
+        dctcp_utils::usage_bail!(
+            "no algorithm named `{name}` is attached by loader (see `loader list`)"
+        );
     }
     let (algo, _) = instance_algo(&dir)?;
     let mut p: dctcp_params = read_value(&dir.params())?;
     params::apply(algo, &mut p, assignments)?;
     MapHandle::from_pinned_path(dir.params())?
-        .update(&KEY0, &intf::to_bytes(&p), MapFlags::ANY)
+        .update(&KEY0, &dctcp_utils::bytes::to_bytes(&p), MapFlags::ANY)
         .context("writing the parameters")?;
     Ok(params::describe(algo, &p))
 }

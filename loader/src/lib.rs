@@ -4,19 +4,13 @@
 
 pub mod algo;
 pub mod attach_file;
-pub mod bpffs;
-pub mod error;
 pub mod event;
 pub mod flows;
 pub mod generate;
 pub mod instance;
 pub mod intf;
 pub mod model;
-pub mod netns;
 pub mod params;
-pub mod preflight;
-pub mod ring;
 mod skel;
-pub mod sockopt;
 pub mod top;
 pub mod trace;

@@ -146,6 +146,6 @@ fn main() -> ExitCode {
         return status;
     }
     let cli = Cli::parse();
-    loader::error::init_logging(cli.verbose);
-    loader::error::exit_code("loader", run(cli))
+    dctcp_utils::error::init_logging(cli.verbose);
+    dctcp_utils::error::exit_code("loader", run(cli))
 }

@@ -3,9 +3,10 @@
 
 use anyhow::Result;
 
+use dctcp_utils::usage_bail;
+
 use crate::algo::{Algo, Kind, ParamSpec, NAME_MAX};
 use crate::intf::{dctcp_params, DCTCP_ONE};
-use crate::usage_bail;
 
 /// A `key=value` pair as typed, not yet checked against an algorithm.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,7 +182,9 @@ mod tests {
 
     fn refused(algo: Algo, p: &mut dctcp_params, a: &str) -> String {
         let err = apply(algo, p, &[parse(a)]).unwrap_err();
-        assert!(err.downcast_ref::<crate::error::UsageError>().is_some());
+        assert!(err
+            .downcast_ref::<dctcp_utils::error::UsageError>()
+            .is_some());
         err.to_string()
     }
 

@@ -12,13 +12,12 @@ use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use serde::Serialize;
 
-use crate::bpffs::{self, InstanceDir};
+use dctcp_utils::bpffs::{self, InstanceDir};
+use dctcp_utils::preflight;
+use dctcp_utils::ring::RingDrainer;
+
 use crate::instance::{lookup_value, open_value, read_value, KEY0};
-use crate::intf::{
-    self, dctcp_event, dctcp_stats, dctcp_trace, DCTCP_TRACE_ACK, DCTCP_TRACE_WINDOW,
-};
-use crate::preflight;
-use crate::ring::RingDrainer;
+use crate::intf::{dctcp_event, dctcp_stats, dctcp_trace, DCTCP_TRACE_ACK, DCTCP_TRACE_WINDOW};
 
 /// How much the programs emit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,7 +79,7 @@ impl Session {
         let dir = InstanceDir::new(name);
         if !dir.exists() {
             let known: Vec<_> = bpffs::instances()?.into_iter().map(|d| d.name).collect();
-            crate::usage_bail!(
+            dctcp_utils::usage_bail!(
                 "no algorithm named `{name}` is attached by loader (attached: {}); attach one \
                  with `loader attach --algo dctcp`",
                 if known.is_empty() {
@@ -173,6 +172,6 @@ impl Drop for Session {
 }
 
 fn write_config(map: &MapHandle, cfg: &dctcp_trace) -> Result<()> {
-    map.update(&KEY0, &intf::to_bytes(cfg), MapFlags::ANY)
+    map.update(&KEY0, &dctcp_utils::bytes::to_bytes(cfg), MapFlags::ANY)
         .context("switching tracing")
 }

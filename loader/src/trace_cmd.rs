@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use dctcp_utils::{bpffs, preflight};
 use loader::event::{Decoder, Event, FlowFilter};
 use loader::intf::dctcp_event;
 use loader::trace::{Detail, Session};
-use loader::{bpffs, preflight};
 
 use crate::cli::TraceFormat;
 
@@ -36,10 +36,10 @@ fn pick_name(name: Option<String>) -> Result<String> {
     let names: Vec<_> = bpffs::instances()?.into_iter().map(|d| d.name).collect();
     match names.as_slice() {
         [one] => Ok(one.clone()),
-        [] => loader::usage_bail!(
+        [] => dctcp_utils::usage_bail!(
             "no algorithm is attached; attach one with `loader attach --algo dctcp`"
         ),
-        many => loader::usage_bail!(
+        many => dctcp_utils::usage_bail!(
             "several algorithms are attached ({}); pick one with --algo NAME",
             many.join(", ")
         ),

@@ -9,10 +9,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
+use dctcp_utils::bpffs::LAB_ROOT;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
-use loader::bpffs::LAB_ROOT;
-use loader::intf::{marker_stats, queue_now};
 use netns_lab::Prefix;
+use tc_qdisc::intf::{marker_stats, queue_now};
 
 const MB: u64 = 1 << 20;
 const KEY0: [u8; 4] = 0u32.to_ne_bytes();
@@ -55,11 +55,11 @@ impl FakeSwitch {
             std::mem::size_of::<queue_now>(),
         );
         let now = queue_now {
-            ts_ns: loader::top::switch::monotonic_ns(),
+            ts_ns: dctcp_utils::clock::monotonic_ns(),
             qlen,
             backlog: qlen * 1514,
         };
-        q.update(&KEY0, &loader::intf::to_bytes(&now), MapFlags::ANY)
+        q.update(&KEY0, &dctcp_utils::bytes::to_bytes(&now), MapFlags::ANY)
             .unwrap();
         let s = create(
             MapType::PercpuArray,
@@ -68,7 +68,7 @@ impl FakeSwitch {
         );
         let per_cpu: Vec<Vec<u8>> = (1..=sw.cpus)
             .map(|i| {
-                loader::intf::to_bytes(&marker_stats {
+                dctcp_utils::bytes::to_bytes(&marker_stats {
                     pkts: 1000 * i,
                     bytes: 1_514_000 * i,
                     marked: 250 * i,
@@ -403,7 +403,7 @@ fn dashboard_shows_a_live_flow_and_a_lab_switch_and_answers_keys() {
 fn lab_switch_pins_are_decoded_and_summed_over_cpus() {
     require_root();
     let sw = FakeSwitch::new(23);
-    let found = loader::top::switch::read_all();
+    let found = tc_qdisc::pins::read_all();
     let r = found
         .iter()
         .find(|r| r.prefix == sw.prefix())
@@ -421,7 +421,7 @@ fn lab_switch_pins_are_decoded_and_summed_over_cpus() {
     // A directory without both pins is not a switch.
     let half = Path::new(LAB_ROOT).join(format!("{}x", sw.prefix()));
     std::fs::create_dir(&half).unwrap();
-    let listed = loader::top::switch::read_all();
+    let listed = tc_qdisc::pins::read_all();
     std::fs::remove_dir(&half).unwrap();
     assert!(
         !listed.iter().any(|r| r.prefix.ends_with('x')),

@@ -170,7 +170,7 @@ fn a_refused_fallback_lands_on_the_kernels_reno_and_is_counted() {
     let a = Attached::new("t_fbr", &[]);
     // Unregister the fallback the way it is held: unpin its link, or (map
     // mode, before 6.4) delete its struct_ops map's one element.
-    let dir = loader::bpffs::InstanceDir::new(&a.name);
+    let dir = dctcp_utils::bpffs::InstanceDir::new(&a.name);
     if dir.fallback_link().exists() {
         std::fs::remove_file(dir.fallback_link()).unwrap();
     } else {

@@ -108,7 +108,7 @@ impl Host {
     fn new_socket_cc(&self) -> String {
         self.run(|| {
             let s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).unwrap();
-            loader::sockopt::congestion(s.as_fd()).unwrap()
+            dctcp_utils::sockopt::congestion(s.as_fd()).unwrap()
         })
     }
 

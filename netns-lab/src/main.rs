@@ -82,7 +82,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
     let htb = !cli.no_htb_hysteresis;
     if let Some(cpus) = &cli.cpus {
         cpus.pin_self()
-            .map_err(|e| loader::error::UsageError(format!("{e:#}")))?;
+            .map_err(|e| dctcp_utils::error::UsageError(format!("{e:#}")))?;
     }
     match cli.command {
         Command::Queue(args) => launch(&args, htb, &stop),
@@ -105,7 +105,7 @@ fn main() -> ExitCode {
         return status;
     }
     let cli = Cli::parse();
-    loader::error::init_logging(cli.verbose);
+    dctcp_utils::error::init_logging(cli.verbose);
     // Ctrl-C (and SIGTERM) ask the run to stop; teardown happens as it unwinds.
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
@@ -116,5 +116,5 @@ fn main() -> ExitCode {
             eprintln!("\nlab: interrupted, tearing down...");
         }
     });
-    loader::error::exit_code("lab", run(cli, stop))
+    dctcp_utils::error::exit_code("lab", run(cli, stop))
 }

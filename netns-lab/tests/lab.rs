@@ -403,11 +403,11 @@ fn interrupt_mid_run(args: &[&str]) {
     for p in &prefixes {
         assert_eq!(namespaces_with(p), 0, "{args:?}: namespaces of {p} left");
         assert!(
-            !loader::preflight::registered_congestion_controls().contains(p),
+            !dctcp_utils::preflight::registered_congestion_controls().contains(p),
             "{args:?}: algorithm {p} left registered"
         );
         assert!(
-            !Path::new(loader::bpffs::ROOT).join(p).exists(),
+            !Path::new(dctcp_utils::bpffs::ROOT).join(p).exists(),
             "{args:?}: pins of {p} left"
         );
     }

@@ -6,8 +6,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use loader::top::switch::{monotonic_ns, read_all, SwitchNow};
+use dctcp_utils::clock::monotonic_ns;
 use netns_lab::measure::scenario::{self, Scenario};
+use tc_qdisc::pins::{read_all, SwitchNow};
 
 mod common;
 

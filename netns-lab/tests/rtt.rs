@@ -180,7 +180,7 @@ fn lab_kernel_objects() -> usize {
         .split_whitespace()
         .filter(|n| n.starts_with("dl"))
         .count();
-    registered + dl(loader::bpffs::ROOT) + dl(loader::bpffs::LAB_ROOT)
+    registered + dl(dctcp_utils::bpffs::ROOT) + dl(dctcp_utils::bpffs::LAB_ROOT)
 }
 
 /// BPF programs of this project's algorithms loaded now.

@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use dctcp_utils::clock::monotonic_ns;
 use loader::algo::Algo;
 use loader::intf::{
     dctcp_event, dctcp_event_type_DCTCP_EV_REPAIR as EV_REPAIR,
@@ -16,7 +17,6 @@ use loader::intf::{
     DCTCP_ONE,
 };
 use loader::model;
-use loader::top::switch::monotonic_ns;
 use netns_lab::measure::scenario::{self, RunData, Scenario};
 use netns_lab::traffic::cc::LabCc;
 
@@ -186,7 +186,7 @@ fn kdctcp_switches_change_alpha_and_cwr_as_seed_002_describes() {
     // Halfway: back to one update per window, still at 20 bits.
     let (run, (set_from, set_to)) =
         traced_run(&cc, 4, Duration::from_secs(2), &["per_ack_alpha=0"]);
-    let inst = loader::instance::describe(&loader::bpffs::InstanceDir::new(&cc.name)).unwrap();
+    let inst = loader::instance::describe(&dctcp_utils::bpffs::InstanceDir::new(&cc.name)).unwrap();
     eprintln!(
         "progressive cuts {}, cwr growth {}, alpha updates {}",
         inst.progressive_cuts, inst.cwr_growth, inst.alpha_updates

@@ -23,7 +23,7 @@ fn check(feature: &'static str, available: bool, yes: &str, no: &str) -> Check {
 
 /// Kernel-level checks that need no scratch namespace.
 pub fn kernel_checks() -> Vec<Check> {
-    let version = loader::preflight::kernel_version().unwrap_or((0, 0));
+    let version = dctcp_utils::preflight::kernel_version().unwrap_or((0, 0));
     let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
     let struct_ops = libbpf_rs::ProgramType::StructOps
         .is_supported()
@@ -84,7 +84,7 @@ pub fn kernel_checks() -> Vec<Check> {
 
 /// Whether the kernel's `dctcp` is registered or loads on demand.
 fn kernel_dctcp_available() -> bool {
-    if loader::preflight::registered_congestion_controls()
+    if dctcp_utils::preflight::registered_congestion_controls()
         .iter()
         .any(|c| c == "dctcp")
     {
@@ -95,7 +95,7 @@ fn kernel_dctcp_available() -> bool {
         return false;
     };
     use std::os::fd::AsFd;
-    loader::sockopt::set_congestion(sock.as_fd(), "dctcp").is_ok()
+    dctcp_utils::sockopt::set_congestion(sock.as_fd(), "dctcp").is_ok()
 }
 
 /// Loads (without attaching) the switch's tcx programs: proves the verifier

@@ -128,7 +128,7 @@ impl FaultyLink {
             bail!("SYNs are bleached on the data path (they travel toward the receiver)");
         }
         let (detour_ifindex, return_ifindex) = match detour {
-            Some(d) => loader::netns::with_netns(ns, || -> Result<(u32, u32)> {
+            Some(d) => dctcp_utils::netns::with_netns(ns, || -> Result<(u32, u32)> {
                 Ok((hook::ifindex(d.out_dev)?, hook::ifindex(dev)?))
             })??,
             None => (0, 0),
@@ -181,7 +181,7 @@ impl FaultyLink {
             .stats
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
             .context("fault stats: empty map")?;
-        loader::intf::sum_per_cpu::<fault_stats>(&per_cpu)
+        dctcp_utils::bytes::sum_per_cpu::<fault_stats>(&per_cpu)
             .map(Into::into)
             .context("fault_stats: a value shorter than the struct")
     }
@@ -229,9 +229,9 @@ mod tests {
                 detour_failed: 3 * k,
                 ..Default::default()
             };
-            loader::intf::to_bytes(&s)
+            dctcp_utils::bytes::to_bytes(&s)
         };
-        let sum: FaultCounts = loader::intf::sum_per_cpu::<fault_stats>(&[cpu(1), cpu(10)])
+        let sum: FaultCounts = dctcp_utils::bytes::sum_per_cpu::<fault_stats>(&[cpu(1), cpu(10)])
             .unwrap()
             .into();
         assert_eq!((sum.seen, sum.dropped, sum.detour_failed), (11, 22, 33));

@@ -11,16 +11,16 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::{anyhow, bail, Result};
+use dctcp_utils::netns::with_netns;
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::{AsRawLibbpf, Link, ProgramMut, TcHook, TcHookBuilder, TC_EGRESS, TC_INGRESS};
-use loader::netns::with_netns;
 
 /// The first kernel with tcx.
 pub const TCX_KERNEL: (u32, u32) = (6, 6);
 
 /// Whether this kernel has tcx: below 6.6 programs go on clsact.
 pub fn has_tcx() -> bool {
-    loader::preflight::kernel_version().is_some_and(|v| v >= TCX_KERNEL)
+    dctcp_utils::preflight::kernel_version().is_some_and(|v| v >= TCX_KERNEL)
 }
 
 /// Where on the hook a program goes among those already there.

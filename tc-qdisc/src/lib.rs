@@ -11,6 +11,7 @@ pub mod hook;
 pub mod hysteresis;
 pub mod intf;
 pub mod marker;
+pub mod pins;
 pub mod qdisc_stats;
 mod skel;
 pub mod tc;

@@ -13,6 +13,8 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use serde::Serialize;
 
+use dctcp_utils::ring::RingDrainer;
+
 use crate::hook::{self, Attached, Position};
 use crate::intf::{
     from_bytes, marker_config, marker_mode_MARKER_PROBE, marker_stats, probe_batches,
@@ -20,7 +22,6 @@ use crate::intf::{
     rx_flow_stats,
 };
 use crate::skel::SwitchSkelBuilder;
-use loader::ring::RingDrainer;
 
 /// Packets seen at one receiver flow.
 #[derive(Clone, Debug, Serialize)]
@@ -112,7 +113,7 @@ pub const MARKER_KERNEL: (u32, u32) = crate::hook::TCX_KERNEL;
 
 /// This kernel's version, (0, 0) if unreadable.
 pub fn kernel() -> (u32, u32) {
-    loader::preflight::kernel_version().unwrap_or((0, 0))
+    dctcp_utils::preflight::kernel_version().unwrap_or((0, 0))
 }
 
 /// Refuses a kernel the lab cannot run on, naming what it needs, before
@@ -290,7 +291,8 @@ impl BpfSwitch {
                 MARKER_KERNEL.0,
                 MARKER_KERNEL.1
             );
-            cfg.probe_ifindex = loader::netns::with_netns(switch_ns, || hook::ifindex(egress))??;
+            cfg.probe_ifindex =
+                dctcp_utils::netns::with_netns(switch_ns, || hook::ifindex(egress))??;
             cfg.probe_netns = netns_inode(switch_ns)?;
         }
         let mut storage = MaybeUninit::uninit();
@@ -355,7 +357,7 @@ impl BpfSwitch {
 
     /// Marker counters, summed over CPUs.
     pub fn stats(&self) -> Result<marker_stats> {
-        loader::top::switch::sum_stats(&self.stats)
+        crate::pins::sum_stats(&self.stats)
     }
 
     /// What the receiver saw, per flow.
@@ -436,7 +438,7 @@ impl LivePins {
         // A machine fresh from boot may have no bpffs on /sys/fs/bpf yet
         // (the loader mounts it when it attaches; a lab of kernel
         // algorithms alone never calls the loader).
-        loader::bpffs::ensure_mounted()?;
+        dctcp_utils::bpffs::ensure_mounted()?;
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let pins = LivePins(dir.to_path_buf());
         for (name, map) in maps.iter_mut() {

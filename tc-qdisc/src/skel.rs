@@ -23,13 +23,13 @@ pub use switch::*;
 /// same layout, so it is copied bytewise (`what` names it if the sizes ever
 /// differ).
 pub(crate) fn set_config<C: Copy, D>(dst: &mut D, cfg: &C, what: &str) {
-    let bytes = loader::intf::to_bytes(cfg);
+    let bytes = dctcp_utils::bytes::to_bytes(cfg);
     assert_eq!(
         std::mem::size_of::<D>(),
         bytes.len(),
         "{what} layouts differ"
     );
-    // SAFETY: D and C are the same C struct from bpf/intf.h, same size, and
+    // SAFETY: D and C are the same C struct from src/bpf/intf.h, same size, and
     // D is plain old data.
     unsafe {
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), (dst as *mut D).cast::<u8>(), bytes.len())

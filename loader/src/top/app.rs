@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::flows::Flow;
-use crate::intf::marker_stats;
+use tc_qdisc::intf::marker_stats;
 
-use super::switch::{SwitchNow, SwitchReading};
+use tc_qdisc::pins::{SwitchNow, SwitchReading};
 
 /// History kept per flow and per switch, whatever the window shown.
 pub const HISTORY_S: f64 = 600.0;
@@ -409,7 +409,7 @@ impl App {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::intf::queue_now;
+    use tc_qdisc::intf::queue_now;
 
     /// A socket of `bpf_dctcp` between two lab addresses.
     pub fn flow(cookie: u64, port: u16) -> Flow {

@@ -3,12 +3,11 @@
 //!
 //! A background thread polls every interval: the BPF socket iterator in every
 //! network namespace ([`crate::flows::Collector`], loaded once), the attached algorithms and
-//! the lab switch pins ([`switch::read_all`]). The main thread only draws and
+//! the lab switch pins ([`tc_qdisc::pins::read_all`]). The main thread only draws and
 //! reads keys, so a slow poll never freezes the screen. [`app`] holds the
 //! state, [`ui`] draws it.
 
 pub mod app;
-pub mod switch;
 pub mod ui;
 
 use std::io::{IsTerminal, Stdout};
@@ -23,7 +22,9 @@ use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-use crate::{flows, instance, preflight, usage_bail};
+use dctcp_utils::{preflight, usage_bail};
+
+use crate::{flows, instance};
 
 use app::{App, Sample};
 
@@ -48,7 +49,7 @@ pub fn poll(collector: &flows::Collector) -> Sample {
             .into_iter()
             .map(|(name, _)| name)
             .collect(),
-        switches: switch::read_all(),
+        switches: tc_qdisc::pins::read_all(),
     }
 }
 

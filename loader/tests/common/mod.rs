@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use loader::sockopt;
+use dctcp_utils::sockopt;
 use netns_lab::{Netns, Prefix, Veth};
 use serde_json::Value;
 use socket2::{Domain, Protocol, Socket, Type};
@@ -63,7 +63,7 @@ pub fn stderr(out: &Output) -> String {
 }
 
 pub fn registered(name: &str) -> bool {
-    loader::preflight::registered_congestion_controls()
+    dctcp_utils::preflight::registered_congestion_controls()
         .iter()
         .any(|n| n == name)
 }

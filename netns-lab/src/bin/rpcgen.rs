@@ -88,7 +88,7 @@ fn ms(v: f64, what: &str) -> Result<Duration> {
 }
 
 fn usage(e: anyhow::Error) -> anyhow::Error {
-    anyhow::Error::new(loader::error::UsageError(format!("{e:#}")))
+    anyhow::Error::new(dctcp_utils::error::UsageError(format!("{e:#}")))
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -170,6 +170,6 @@ fn main() -> ExitCode {
         return status;
     }
     let cli = Cli::parse();
-    loader::error::init_logging(cli.verbose);
-    loader::error::exit_code("rpcgen", run(cli))
+    dctcp_utils::error::init_logging(cli.verbose);
+    dctcp_utils::error::exit_code("rpcgen", run(cli))
 }

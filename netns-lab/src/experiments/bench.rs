@@ -179,7 +179,7 @@ impl Pair {
         let client = self.client.spawn(move || -> Result<()> {
             pin_to_cpu(0);
             let mut s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
-            loader::sockopt::set_congestion(s.as_fd(), &client_cc)?;
+            dctcp_utils::sockopt::set_congestion(s.as_fd(), &client_cc)?;
             s.connect(&SocketAddr::from((SERVER, PORT)).into())?;
             send_bytes(&mut s, bytes)?;
             s.shutdown(Shutdown::Write)?;
@@ -1293,10 +1293,10 @@ impl BenchArgs {
 pub fn command(args: &BenchArgs, stop: &Arc<AtomicBool>) -> Result<()> {
     let cfg = args.config();
     cfg.validate()
-        .map_err(|e| anyhow::Error::new(loader::error::UsageError(format!("{e:#}"))))?;
-    loader::preflight::require_root("lab")?;
-    loader::preflight::require_btf()?;
-    loader::preflight::require_struct_ops()?;
+        .map_err(|e| anyhow::Error::new(dctcp_utils::error::UsageError(format!("{e:#}"))))?;
+    dctcp_utils::preflight::require_root("lab")?;
+    dctcp_utils::preflight::require_btf()?;
+    dctcp_utils::preflight::require_struct_ops()?;
     let path = args.out.clone().unwrap_or_else(|| {
         std::path::PathBuf::from("bench/results")
             .join(format!("{}.json", crate::report::results::timestamp()))

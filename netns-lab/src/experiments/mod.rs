@@ -225,11 +225,12 @@ pub fn launch<A: ExperimentArgs>(
     htb_hysteresis: bool,
     stop: &Arc<AtomicBool>,
 ) -> Result<()> {
-    let usage = |e: anyhow::Error| anyhow::Error::new(loader::error::UsageError(format!("{e:#}")));
+    let usage =
+        |e: anyhow::Error| anyhow::Error::new(dctcp_utils::error::UsageError(format!("{e:#}")));
     let cfg = args.config();
     cfg.check().map_err(usage)?;
     tc_qdisc::marker::require_kernel().map_err(usage)?;
-    loader::preflight::require_root("lab")?;
+    dctcp_utils::preflight::require_root("lab")?;
     let _htb = htb_hysteresis
         .then(|| tc_qdisc::hysteresis::Hysteresis::hold(Path::new(crate::net::prefix::HTB_STATE)))
         .transpose()?;

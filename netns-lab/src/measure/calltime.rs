@@ -80,7 +80,7 @@ impl CallTimer {
             .times
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)?
             .context("call timer: empty map")?;
-        let t: intf::call_time = loader::intf::sum_per_cpu(&per_cpu)
+        let t: intf::call_time = dctcp_utils::bytes::sum_per_cpu(&per_cpu)
             .context("call timer: a value shorter than the struct")?;
         Ok(Timed {
             calls: t.calls,

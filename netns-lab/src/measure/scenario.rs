@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use loader::top::switch::monotonic_ns;
+use dctcp_utils::clock::monotonic_ns;
 use serde::Serialize;
 use tc_qdisc::intf::{marker_stats, queue_sample};
 use tc_qdisc::qdisc_stats::{self, QdiscCounters};
@@ -183,8 +183,8 @@ pub struct ClassCounts {
     pub taildrop: u64,
 }
 
-impl From<loader::intf::class_counts> for ClassCounts {
-    fn from(c: loader::intf::class_counts) -> Self {
+impl From<tc_qdisc::intf::class_counts> for ClassCounts {
+    fn from(c: tc_qdisc::intf::class_counts) -> Self {
         ClassCounts {
             pkts: c.pkts,
             marked: c.marked,
@@ -263,7 +263,7 @@ pub fn run(
         1,
     );
     let mut switch = BpfSwitch::start(
-        Some(&std::path::Path::new(loader::bpffs::LAB_ROOT).join(star.prefix.as_str())),
+        Some(&std::path::Path::new(dctcp_utils::bpffs::LAB_ROOT).join(star.prefix.as_str())),
         cfg,
         true,
         &star.switch.path(),

@@ -54,7 +54,7 @@ pub fn cleanup(include_live: bool) -> Result<Vec<String>> {
     for path in loader::instance::remove_abandoned()? {
         removed.push(format!("half-attached instance {path}"));
     }
-    for name in loader::bpffs::instances()?
+    for name in dctcp_utils::bpffs::instances()?
         .into_iter()
         .map(|d| d.name)
         .filter(|n| Prefix::of(n) == Some(n.as_str()))
@@ -64,16 +64,16 @@ pub fn cleanup(include_live: bool) -> Result<Vec<String>> {
             removed.push(format!("congestion control {name}"));
         }
     }
-    for dir in lab_names_in(loader::bpffs::LAB_ROOT)
+    for dir in lab_names_in(dctcp_utils::bpffs::LAB_ROOT)
         .into_iter()
         .filter(gone)
     {
-        let path = std::path::Path::new(loader::bpffs::LAB_ROOT).join(&dir);
+        let path = std::path::Path::new(dctcp_utils::bpffs::LAB_ROOT).join(&dir);
         if std::fs::remove_dir_all(&path).is_ok() {
             removed.push(format!("pins {}", path.display()));
         }
     }
-    let _ = std::fs::remove_dir(loader::bpffs::LAB_ROOT);
+    let _ = std::fs::remove_dir(dctcp_utils::bpffs::LAB_ROOT);
     for lock in Prefix::stale_locks() {
         Prefix::remove_lock(&lock);
         removed.push(format!("lock {lock}"));
@@ -87,7 +87,7 @@ pub fn cleanup(include_live: bool) -> Result<Vec<String>> {
 /// `lab cleanup`: removes what killed runs left (with `all`, live ones'
 /// too) and names each thing removed.
 pub fn command(all: bool) -> Result<()> {
-    loader::preflight::require_root("lab")?;
+    dctcp_utils::preflight::require_root("lab")?;
     let removed = cleanup(all)?;
     if removed.is_empty() {
         println!("nothing to clean up");

@@ -62,7 +62,7 @@ pub fn run() -> Result<Vec<Check>> {
 
 /// `lab doctor`: one line per feature (or `--json`, one array).
 pub fn command(json: bool) -> Result<()> {
-    loader::preflight::require_root("lab")?;
+    dctcp_utils::preflight::require_root("lab")?;
     let checks = run()?;
     if json {
         println!("{}", serde_json::to_string_pretty(&checks)?);

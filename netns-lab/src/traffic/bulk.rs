@@ -14,7 +14,7 @@ use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
-use loader::top::switch::monotonic_ns;
+use dctcp_utils::clock::monotonic_ns;
 
 use crate::net::tcpinfo::{self, TcpInfo};
 use crate::net::topology::{Star, RECEIVER_ADDR};
@@ -116,13 +116,13 @@ pub fn advertised_cap_bytes(window_clamp: u32) -> u32 {
 fn listener(cc: &str, addr: SocketAddr, window_clamp: Option<u32>) -> Result<Socket> {
     let l = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
     l.set_reuse_address(true)?;
-    loader::sockopt::set_congestion(l.as_fd(), cc)?;
+    dctcp_utils::sockopt::set_congestion(l.as_fd(), cc)?;
     if let Some(bytes) = window_clamp {
         // Set before listen(): the SYN-ACK picks the smallest window scale
         // that can express it, and the receiver can never advertise more
         // than 65535 << that scale (under twice `bytes`), even where the
         // kernel raises the clamp itself later as it tunes its buffers.
-        loader::sockopt::set_window_clamp(l.as_fd(), bytes)?;
+        dctcp_utils::sockopt::set_window_clamp(l.as_fd(), bytes)?;
     }
     l.bind(&addr.into())?;
     l.listen(1024)?;
@@ -187,7 +187,7 @@ fn send_between(
         return Ok(None);
     }
     let mut s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
-    loader::sockopt::set_congestion(s.as_fd(), cc)?;
+    dctcp_utils::sockopt::set_congestion(s.as_fd(), cc)?;
     s.connect(&SocketAddr::from((RECEIVER_ADDR, port)).into())
         .context("connecting to the receiver")?;
     let sport = s.local_addr()?.as_socket().map_or(0, |a| a.port());
@@ -206,7 +206,7 @@ fn send_between(
         }
     }
     let info = tcpinfo::read(s.as_fd())?;
-    let cc_used = loader::sockopt::congestion(s.as_fd())?;
+    let cc_used = dctcp_utils::sockopt::congestion(s.as_fd())?;
     let mut reset_at_close = false;
     if abort {
         s.set_linger(Some(Duration::ZERO))?;

@@ -55,7 +55,7 @@ impl LabCc {
     /// The repairs as `repairs` counts them, and the impossible (ssthresh,
     /// cwnd) the guard last repaired, as found: one read of the stats.
     pub fn guard(&self) -> Result<(Repairs, Found)> {
-        let i = instance::describe(&loader::bpffs::InstanceDir::new(&self.name))?;
+        let i = instance::describe(&dctcp_utils::bpffs::InstanceDir::new(&self.name))?;
         Ok((
             (i.ssthresh_repairs, i.cwnd_repairs, i.inflight_holds),
             (i.found_ssthresh, i.found_cwnd),

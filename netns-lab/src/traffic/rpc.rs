@@ -62,7 +62,7 @@ pub async fn worker(
     if let Some(cc) = &cc {
         // Set on the listener: whether ECN is accepted, and the algorithm
         // accepted connections start with.
-        loader::sockopt::set_congestion(sock.as_fd(), cc)?;
+        dctcp_utils::sockopt::set_congestion(sock.as_fd(), cc)?;
     }
     sock.bind(listen)
         .with_context(|| format!("binding {listen}"))?;
@@ -145,7 +145,7 @@ impl Conn {
     async fn open(to: SocketAddr, cc: Option<&str>) -> Result<Conn> {
         let sock = TcpSocket::new_v4()?;
         if let Some(cc) = cc {
-            loader::sockopt::set_congestion(sock.as_fd(), cc)?;
+            dctcp_utils::sockopt::set_congestion(sock.as_fd(), cc)?;
         }
         let s = sock
             .connect(to)

@@ -133,7 +133,7 @@ fn serve(mut s: Socket) -> std::io::Result<()> {
 /// One flow: connect, send, close our side, wait for the answer.
 fn one_flow(cc: &str, bytes: u64) -> Result<(u16, Duration)> {
     let mut s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
-    loader::sockopt::set_congestion(s.as_fd(), cc)?;
+    dctcp_utils::sockopt::set_congestion(s.as_fd(), cc)?;
     s.set_read_timeout(Some(Duration::from_secs(30)))?;
     let t0 = Instant::now();
     s.connect(&SocketAddr::from((RECEIVER_ADDR, SHORT_PORT)).into())?;

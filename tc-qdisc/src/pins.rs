@@ -1,5 +1,5 @@
-//! The lab switches `loader top` can see: every running lab pins its marker's
-//! live state under [`LAB_ROOT`]`/<prefix>/`:
+//! The lab switches as pinned, for live views (`loader top`): every running
+//! lab pins its marker's live state under [`LAB_ROOT`]`/<prefix>/`:
 //!
 //! ```text
 //! queue_now      ARRAY, 1 entry: struct queue_now (the queue an arrival found, refreshed once per jiffy)
@@ -11,8 +11,11 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
-use crate::bpffs::LAB_ROOT;
-use crate::intf::{self, marker_stats, queue_now};
+use dctcp_utils::bpffs::LAB_ROOT;
+use dctcp_utils::bytes::{from_bytes, sum_per_cpu};
+use dctcp_utils::clock::monotonic_ns;
+
+use crate::intf::{marker_stats, queue_now};
 
 const KEY0: [u8; 4] = 0u32.to_ne_bytes();
 
@@ -58,7 +61,7 @@ pub fn read(dir: &Path) -> Result<SwitchNow> {
         let bytes = map
             .lookup(&KEY0, MapFlags::ANY)?
             .context("queue_now: empty map")?;
-        intf::from_bytes(&bytes).context("queue_now: short value")?
+        from_bytes(&bytes).context("queue_now: short value")?
     };
     let stats = sum_stats(&open(
         &dir.join("marker_stats"),
@@ -89,16 +92,5 @@ pub fn sum_stats(map: &MapHandle) -> Result<marker_stats> {
     let per_cpu = map
         .lookup_percpu(&KEY0, MapFlags::ANY)?
         .context("marker_stats: empty map")?;
-    intf::sum_per_cpu(&per_cpu).context("marker_stats: a value shorter than the struct")
-}
-
-/// CLOCK_MONOTONIC in ns, the clock of bpf_ktime_get_ns().
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    sum_per_cpu(&per_cpu).context("marker_stats: a value shorter than the struct")
 }

@@ -16,9 +16,9 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 use libbpf_rs::{MapHandle, RingBufferBuilder};
 
-use crate::intf::from_bytes;
+use crate::bytes::from_bytes;
 
-/// Records of type `T` (a struct of bpf/intf.h) drained from one ring.
+/// Records of type `T` (a struct of an interface header) drained from one ring.
 pub struct RingDrainer<T> {
     stop: Arc<AtomicBool>,
     batches: Receiver<Vec<T>>,

@@ -4,7 +4,8 @@
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-use crate::intf::DCTCP_NAME_MAX;
+/// The kernel's TCP_CA_NAME_MAX: a congestion control's name, NUL included.
+const TCP_CA_NAME_MAX: usize = 16;
 
 /// setsockopt(IPPROTO_TCP, `opt`, `value`); errors name the option as `what`.
 fn set_tcp(fd: BorrowedFd<'_>, opt: libc::c_int, value: &[u8], what: &str) -> io::Result<()> {
@@ -48,7 +49,7 @@ pub fn set_window_clamp(fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {
 }
 
 pub fn congestion(fd: BorrowedFd<'_>) -> io::Result<String> {
-    let mut buf = [0u8; DCTCP_NAME_MAX as usize];
+    let mut buf = [0u8; TCP_CA_NAME_MAX];
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: buf and len describe a writable buffer.
     let rc = unsafe {

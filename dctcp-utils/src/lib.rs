@@ -1,0 +1,17 @@
+//! What dctcp-bpf's three crates share, as scx_utils is for sched_ext's
+//! schedulers: entering network namespaces, the bpffs pins, the kernel checks
+//! made before anything is loaded, reading BPF ring buffers and plain C
+//! structs out of maps, socket options, the exit statuses and logging of the
+//! binaries, and (feature `build`) the build.rs helper that compiles BPF
+//! objects into skeletons and runs bindgen over an interface header.
+
+pub mod bpffs;
+#[cfg(feature = "build")]
+pub mod build;
+pub mod bytes;
+pub mod clock;
+pub mod error;
+pub mod netns;
+pub mod preflight;
+pub mod ring;
+pub mod sockopt;
