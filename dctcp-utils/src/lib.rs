@@ -11,6 +11,7 @@ pub mod build;
 pub mod bytes;
 pub mod clock;
 pub mod error;
+pub mod generated;
 pub mod netns;
 pub mod preflight;
 pub mod ring;

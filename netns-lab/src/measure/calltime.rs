@@ -9,16 +9,7 @@ use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
 
-mod skel {
-    #![allow(
-        clippy::all,
-        dead_code,
-        non_camel_case_types,
-        non_snake_case,
-        unused_imports
-    )]
-    include!(concat!(env!("OUT_DIR"), "/calltime.skel.rs"));
-}
+dctcp_utils::skeleton!(calltime);
 
 mod intf {
     #![allow(non_camel_case_types, non_upper_case_globals, dead_code, clippy::all)]
@@ -54,7 +45,7 @@ impl CallTimer {
 
     fn attach(prog_fd: i32, func: &str) -> Result<CallTimer> {
         let mut storage = MaybeUninit::uninit();
-        let mut open = skel::CalltimeSkelBuilder::default().open(&mut storage)?;
+        let mut open = calltime::CalltimeSkelBuilder::default().open(&mut storage)?;
         open.progs
             .call_enter
             .set_attach_target(prog_fd, Some(func.to_string()))?;
