@@ -418,10 +418,19 @@ fn lab_switch_pins_are_decoded_and_summed_over_cpus() {
     assert_eq!(now.stats.dropped, n);
     assert_eq!(now.stats.taildrop, 0);
 
-    // A directory without both pins is not a switch.
+    // A directory without both pins (a lab still setting up) is not a
+    // switch: one with queue_now alone is skipped, not listed unreadable.
     let half = Path::new(LAB_ROOT).join(format!("{}x", sw.prefix()));
     std::fs::create_dir(&half).unwrap();
+    let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as u64,
+        ..Default::default()
+    };
+    let size = std::mem::size_of::<queue_now>() as u32;
+    let mut q = MapHandle::create(MapType::Array, Some("queue_now"), 4, size, 1, &opts).unwrap();
+    q.pin(half.join("queue_now")).unwrap();
     let listed = tc_qdisc::pins::read_all();
+    q.unpin(half.join("queue_now")).unwrap();
     std::fs::remove_dir(&half).unwrap();
     assert!(
         !listed.iter().any(|r| r.prefix.ends_with('x')),
