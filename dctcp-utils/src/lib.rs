@@ -12,7 +12,7 @@ pub mod bytes;
 pub mod clock;
 pub mod error;
 pub mod generated;
-pub mod netns;
 pub mod preflight;
 pub mod ring;
+pub mod setns;
 pub mod sockopt;

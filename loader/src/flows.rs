@@ -17,8 +17,8 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Iter, Link};
 use serde::Serialize;
 
-use dctcp_utils::netns;
 use dctcp_utils::preflight;
+use dctcp_utils::setns;
 
 use crate::instance::{attached_names, c_str};
 use crate::intf::{dctcp_flow_key, flow_record, DCTCP_ALPHA_ONE, DCTCP_FLAG_FALLBACK};
@@ -40,7 +40,7 @@ pub struct Namespace {
 pub fn namespaces() -> Vec<Namespace> {
     let mut by_inode: BTreeMap<u64, Namespace> = BTreeMap::new();
     let mut add = |label: String, path: PathBuf| {
-        if let Some(inode) = netns::inode(&path) {
+        if let Some(inode) = setns::inode(&path) {
             by_inode
                 .entry(inode)
                 .or_insert(Namespace { label, path, inode });
@@ -223,7 +223,7 @@ impl Collector {
         for ns in namespaces() {
             let link = Arc::clone(&self.link);
             // A namespace can vanish between listing and entering it.
-            let Ok(records) = netns::run_in(&ns.path, move || read_records(&link)) else {
+            let Ok(records) = setns::run_in(&ns.path, move || read_records(&link)) else {
                 continue;
             };
             for r in records.with_context(|| format!("iterating sockets in {}", ns.label))? {

@@ -549,7 +549,7 @@ fn the_call_timer_agrees_with_bpf_stats_and_times_the_kernels_dctcp() {
     };
     let before = last();
     let cc = netns_lab::traffic::cc::LabCc::attach(loader::algo::Algo::Dctcp, vec![]).unwrap();
-    let pair = netns_lab::experiments::bench::Pair::new().unwrap();
+    let pair = netns_lab::experiments::bench::VethPair::new().unwrap();
     pair.transfer(&cc.name, 1 << 20).unwrap();
     pair.transfer("dctcp", 1 << 20).unwrap();
 

@@ -128,7 +128,7 @@ impl FaultyLink {
             bail!("SYNs are bleached on the data path (they travel toward the receiver)");
         }
         let (detour_ifindex, return_ifindex) = match detour {
-            Some(d) => dctcp_utils::netns::with_netns(ns, || -> Result<(u32, u32)> {
+            Some(d) => dctcp_utils::setns::with_netns(ns, || -> Result<(u32, u32)> {
                 Ok((hook::ifindex(d.out_dev)?, hook::ifindex(dev)?))
             })??,
             None => (0, 0),

@@ -11,7 +11,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::{anyhow, bail, Result};
-use dctcp_utils::netns::with_netns;
+use dctcp_utils::setns::with_netns;
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::{AsRawLibbpf, Link, ProgramMut, TcHook, TcHookBuilder, TC_EGRESS, TC_INGRESS};
 

@@ -292,7 +292,7 @@ impl BpfSwitch {
                 MARKER_KERNEL.1
             );
             cfg.probe_ifindex =
-                dctcp_utils::netns::with_netns(switch_ns, || hook::ifindex(egress))??;
+                dctcp_utils::setns::with_netns(switch_ns, || hook::ifindex(egress))??;
             cfg.probe_netns = netns_inode(switch_ns)?;
         }
         let mut storage = MaybeUninit::uninit();

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use netns_lab::traffic::rpc::{self, ClientSpec, Mix, Pattern};
+use netns_lab::traffic::rpcgen::{self, ClientSpec, Mix, Pattern};
 
 /// Request/response traffic for the lab's namespaces.
 ///
@@ -112,7 +112,7 @@ fn run(cli: Cli) -> Result<()> {
                         _ = tokio::signal::ctrl_c() => {}
                     }
                 };
-                rpc::worker(listen, cc, delay, stop).await
+                rpcgen::worker(listen, cc, delay, stop).await
             })?;
             println!("{}", serde_json::to_string(&counts)?);
         }
@@ -157,7 +157,7 @@ fn run(cli: Cli) -> Result<()> {
                 seed,
             };
             spec.validate().map_err(usage)?;
-            let report = rt.block_on(rpc::client(spec))?;
+            let report = rt.block_on(rpcgen::client(spec))?;
             println!("{}", serde_json::to_string_pretty(&report)?);
             anyhow::ensure!(report.failed == 0, "{} requests failed", report.failed);
         }

@@ -26,7 +26,7 @@ use crate::measure::fairness::{Criterion, Grid};
 use crate::measure::scenario::{Outcome, RunData, Scenario};
 use crate::measure::theory::{goodput_bps, PAYLOAD_SHARE};
 use crate::net::delay::{bdp_pkts, datacenter_rtt, fmt_duration, RoundTrip, RttArgs, RttMeasured};
-use crate::net::faults::FaultArgs;
+use crate::net::link_faults::FaultArgs;
 use crate::net::topology::SEGMENT_BYTES;
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;

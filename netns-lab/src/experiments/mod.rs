@@ -3,7 +3,6 @@
 pub mod bench;
 pub mod coexist;
 pub mod convergence;
-pub mod delay_bench;
 pub mod incast;
 pub mod ksweep;
 pub mod queue;

@@ -18,7 +18,7 @@ use crate::experiments::{parse_variant, run_scenario, StarArgs, Variant, DEFAULT
 use crate::measure::cctrace::CcTrace;
 use crate::measure::scenario::{Outcome, Scenario};
 use crate::net::delay::{datacenter_rtt, RoundTrip, RttArgs};
-use crate::net::faults::FaultArgs;
+use crate::net::link_faults::FaultArgs;
 use crate::net::topology::SEGMENT_BYTES;
 use crate::net::topology::{Star, StarSpec};
 use crate::report::plot::{self, Chart, Series};
@@ -278,7 +278,7 @@ fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Ve
                 eprintln!("{}", trace_line(tc));
             }
             if let Some(f) = &outcome.faults {
-                eprintln!("  faults: {}", crate::net::faults::counts_line(f));
+                eprintln!("  faults: {}", crate::net::link_faults::counts_line(f));
             }
             traces.push((rate, v.label(), samples));
             outcomes.push(outcome);

@@ -19,7 +19,7 @@ use crate::report::results::ResultsDir;
 use crate::report::tables::{repairs_line, repairs_note, table_header};
 use crate::stats::jain;
 use crate::traffic::cc::{switch_for, Algorithms};
-use crate::traffic::rpc::Mix;
+use crate::traffic::rpcgen::Mix;
 use crate::traffic::rpcstar::{rpcgen, RpcStar, TcpCounters};
 use crate::units::fmt_rate;
 
@@ -419,7 +419,7 @@ pub struct RpcArgs {
     pub senders: usize,
     /// RPC sizes and their share of the RPCs, size:weight,...
     #[arg(long, default_value = "10000:0.5,1000000:0.5")]
-    pub mix: crate::traffic::rpc::Mix,
+    pub mix: crate::traffic::rpcgen::Mix,
     /// Offered load as a fraction of the bottleneck.
     #[arg(long, default_value_t = 0.6)]
     pub load: f64,

@@ -4,7 +4,7 @@
 
 use crate::measure::cctrace::{FlowCheck, LossReactions};
 use crate::measure::scenario::Outcome;
-use crate::net::faults::FaultArgs;
+use crate::net::link_faults::FaultArgs;
 use crate::report::tables::table_header;
 
 /// The ECN feedback end to end over a run's traced flows: the share of

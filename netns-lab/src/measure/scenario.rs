@@ -16,7 +16,7 @@ use tc_qdisc::{Bottleneck, BpfSwitch, RxFlow};
 use crate::measure::cctrace::{CcTrace, Recorder, TraceCheck};
 use crate::measure::cpu::Cpu;
 use crate::net::delay::{RoundTrip, RttMeasured};
-use crate::net::faults::{FaultArgs, FaultReport, Faults};
+use crate::net::link_faults::{FaultArgs, FaultReport, Faults};
 use crate::net::topology::{Star, StarSpec};
 use crate::stats::{summarize, weighted_summary, Summary};
 use crate::traffic::bulk::{run_bulk, FlowResult, FlowSpec};

@@ -7,7 +7,7 @@ pub mod cpus;
 pub mod delay;
 pub mod delayline;
 pub mod doctor;
-pub mod faults;
+pub mod link_faults;
 pub mod netns;
 pub mod prefix;
 pub mod tcpinfo;

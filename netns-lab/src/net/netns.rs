@@ -116,7 +116,7 @@ impl Netns {
         let path = PathBuf::from("/proc/sys").join(key.replace('.', "/"));
         let value = value.to_string();
         let shown = path.clone();
-        dctcp_utils::netns::run_in(&self.path(), move || std::fs::write(&path, value))?
+        dctcp_utils::setns::run_in(&self.path(), move || std::fs::write(&path, value))?
             .with_context(|| format!("writing {} in {}", shown.display(), self.name))
     }
 
@@ -144,7 +144,7 @@ impl Netns {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        dctcp_utils::netns::spawn_in(&self.path(), f)
+        dctcp_utils::setns::spawn_in(&self.path(), f)
     }
 
     /// Runs `f` inside this namespace and waits for it.
@@ -153,7 +153,7 @@ impl Netns {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        dctcp_utils::netns::run_in(&self.path(), f)
+        dctcp_utils::setns::run_in(&self.path(), f)
     }
 }
 

@@ -4,7 +4,7 @@
 
 pub mod bulk;
 pub mod cc;
-pub mod rpc;
+pub mod rpcgen;
 pub mod rpcstar;
 pub mod schedule;
 pub mod shortflows;
