@@ -453,19 +453,17 @@ fn summary(cfg: &IncastConfig, runs: &[IncastRun]) -> String {
 /// 35 (DCTCP) senders. Round trip (--rtt) by default 100us at 1 Gbit/s
 /// and above (the paper's testbed), 500us below.
 #[derive(Debug, Clone, clap::Args)]
+#[command(mut_arg("buffer", |a| {
+    a.help("Switch buffer, packets (the paper: a static 100)")
+        .default_value("100")
+        .required(false)
+}))]
 pub struct IncastArgs {
     /// N = 1, 4, 16 with 20 rounds, for tests and a first look.
     #[arg(long)]
     pub quick: bool,
-    /// Bottleneck rate (100M, 1G, ...).
-    #[arg(long, value_parser = crate::units::parse_rate, default_value = "1G")]
-    pub rate: u64,
-    /// Marking threshold K for bpf_dctcp, packets.
-    #[arg(long, default_value_t = 20)]
-    pub k: u32,
-    /// Switch buffer, packets (the paper: a static 100).
-    #[arg(long, default_value_t = 100)]
-    pub buffer: u32,
+    #[command(flatten)]
+    pub switch: crate::experiments::RpcSwitchArgs,
     /// Worker counts to sweep, comma-separated (1 to 256).
     #[arg(
         long,
@@ -499,10 +497,10 @@ impl IncastArgs {
     pub fn config(&self) -> IncastConfig {
         let quick = self.quick;
         IncastConfig {
-            rate_bps: self.rate,
+            rate_bps: self.switch.rate,
             rtt: self.rtt.clone(),
-            k: self.k,
-            buffer_pkts: self.buffer,
+            k: self.switch.k,
+            buffer_pkts: self.switch.buffer,
             workers: if quick {
                 vec![1, 4, 16]
             } else {

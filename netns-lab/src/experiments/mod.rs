@@ -54,6 +54,23 @@ pub struct OneRate {
     pub rtt: crate::net::delay::RttArgs,
 }
 
+/// The switch in front of a request/response star's receiver (`lab incast`,
+/// `lab rpc`). Each experiment gives `--buffer` its own default and says
+/// why, with `#[command(mut_arg("buffer", ...))]` (not a const generic:
+/// clap keeps a derived default in one static for every instance).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RpcSwitchArgs {
+    /// Bottleneck rate (100M, 1G, ...).
+    #[arg(long, value_parser = crate::units::parse_rate, default_value = "1G")]
+    pub rate: u64,
+    /// Marking threshold K for bpf_dctcp, packets.
+    #[arg(long, default_value_t = 20)]
+    pub k: u32,
+    /// Switch buffer, packets.
+    #[arg(long)]
+    pub buffer: u32,
+}
+
 /// One line of a comparison (`lab queue`, `lab convergence`): an algorithm
 /// on a backend, `bpf_dctcp:bpf-step`.
 #[derive(Clone, Debug, Serialize)]
@@ -242,4 +259,25 @@ pub fn launch<A: ExperimentArgs>(
     println!("results: {}", dir.path.display());
     println!("summary: {}", dir.file("summary.md").display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli<A: clap::Args> {
+        #[command(flatten)]
+        args: A,
+    }
+
+    #[test]
+    fn incast_and_rpc_keep_their_own_buffer_defaults() {
+        let incast = Cli::<super::incast::IncastArgs>::parse_from(["lab"]).args;
+        let rpc = Cli::<super::rpc::RpcArgs>::parse_from(["lab"]).args;
+        assert_eq!((incast.switch.buffer, rpc.switch.buffer), (100, 425));
+        assert_eq!((incast.switch.rate, incast.switch.k), (1_000_000_000, 20));
+        let rpc = Cli::<super::rpc::RpcArgs>::parse_from(["lab", "--buffer", "60"]).args;
+        assert_eq!(rpc.switch.buffer, 60);
+    }
 }

@@ -401,19 +401,17 @@ fn summary(cfg: &RpcConfig, runs: &[RpcRun]) -> String {
 /// table shaped like seed 004's Figures 5 and 6. Round trip (--rtt) by
 /// default 100us at 1 Gbit/s and above, 500us below.
 #[derive(Debug, Clone, clap::Args)]
+#[command(mut_arg("buffer", |a| {
+    a.help("Switch buffer, packets (deep: cubic builds standing queues in it)")
+        .default_value("425")
+        .required(false)
+}))]
 pub struct RpcArgs {
     /// 4 s runs.
     #[arg(long)]
     pub quick: bool,
-    /// Bottleneck rate (100M, 1G, ...).
-    #[arg(long, value_parser = crate::units::parse_rate, default_value = "1G")]
-    pub rate: u64,
-    /// Marking threshold K for bpf_dctcp, packets.
-    #[arg(long, default_value_t = 20)]
-    pub k: u32,
-    /// Switch buffer, packets (deep: cubic builds standing queues in it).
-    #[arg(long, default_value_t = 425)]
-    pub buffer: u32,
+    #[command(flatten)]
+    pub switch: crate::experiments::RpcSwitchArgs,
     /// Sending hosts (seed 004: 2 or 3).
     #[arg(long, default_value_t = 3)]
     pub senders: usize,
@@ -446,10 +444,10 @@ impl RpcArgs {
     pub fn config(&self) -> RpcConfig {
         let quick = self.quick;
         RpcConfig {
-            rate_bps: self.rate,
+            rate_bps: self.switch.rate,
             rtt: self.rtt.clone(),
-            k: self.k,
-            buffer_pkts: self.buffer,
+            k: self.switch.k,
+            buffer_pkts: self.switch.buffer,
             senders: self.senders,
             mix: self.mix.clone(),
             load: self.load,
