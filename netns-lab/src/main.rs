@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use netns_lab::experiments::launch;
+use netns_lab::experiments::ExperimentCommand;
 
 /// Network-namespace labs for DCTCP: a switch that marks ECN at a threshold
 /// K, senders and a receiver in their own namespaces, and the experiments of
@@ -51,15 +51,8 @@ Exit status: 0 success, 1 failure, 2 bad input (nothing was built), 4 not root."
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    Queue(netns_lab::experiments::queue::QueueArgs),
-    Ksweep(netns_lab::experiments::ksweep::KsweepArgs),
-    Sawtooth(netns_lab::experiments::sawtooth::SawtoothArgs),
-    Convergence(netns_lab::experiments::convergence::ConvergenceArgs),
-    Coexist(netns_lab::experiments::coexist::CoexistArgs),
-    Xdctcp(netns_lab::experiments::xdctcp::XdctcpArgs),
-    Variants(netns_lab::experiments::variants::VariantsArgs),
-    Incast(netns_lab::experiments::incast::IncastArgs),
-    Rpc(netns_lab::experiments::rpc::RpcArgs),
+    #[command(flatten)]
+    Experiment(ExperimentCommand),
     Bench(netns_lab::experiments::bench::BenchArgs),
     /// What this kernel offers the lab, and what to use where it falls short.
     Doctor {
@@ -85,15 +78,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
             .map_err(|e| dctcp_utils::error::UsageError(format!("{e:#}")))?;
     }
     match cli.command {
-        Command::Queue(args) => launch(&args, htb, &stop),
-        Command::Ksweep(args) => launch(&args, htb, &stop),
-        Command::Sawtooth(args) => launch(&args, htb, &stop),
-        Command::Convergence(args) => launch(&args, htb, &stop),
-        Command::Coexist(args) => launch(&args, htb, &stop),
-        Command::Xdctcp(args) => launch(&args, htb, &stop),
-        Command::Variants(args) => launch(&args, htb, &stop),
-        Command::Incast(args) => launch(&args, htb, &stop),
-        Command::Rpc(args) => launch(&args, htb, &stop),
+        Command::Experiment(e) => e.launch(htb, &stop),
         Command::Bench(args) => netns_lab::experiments::bench::command(&args, &stop),
         Command::Doctor { json } => netns_lab::net::doctor::command(json),
         Command::Cleanup { all } => netns_lab::net::cleanup::command(all),

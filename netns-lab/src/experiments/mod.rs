@@ -1,15 +1,6 @@
 //! The experiments of the seeds, each writing a results directory.
 
 pub mod bench;
-pub mod coexist;
-pub mod convergence;
-pub mod incast;
-pub mod ksweep;
-pub mod queue;
-pub mod rpc;
-pub mod sawtooth;
-pub mod variants;
-pub mod xdctcp;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -231,6 +222,42 @@ macro_rules! register {
     };
 }
 pub(crate) use register;
+
+/// Every experiment: its module, and its subcommand with the module's
+/// `Args` (`lab <name>`, help from the `Args`' doc). A new experiment is
+/// its file and one line here.
+macro_rules! experiments {
+    ($($module:ident => $variant:ident($args:ident)),* $(,)?) => {
+        $(pub mod $module;)*
+
+        /// The experiments' subcommands, in `lab --help`'s order.
+        #[derive(Debug, clap::Subcommand)]
+        pub enum ExperimentCommand {
+            $($variant($module::$args),)*
+        }
+
+        impl ExperimentCommand {
+            /// Runs the experiment ([`launch`]).
+            pub fn launch(&self, htb_hysteresis: bool, stop: &Arc<AtomicBool>) -> Result<()> {
+                match self {
+                    $(Self::$variant(args) => launch(args, htb_hysteresis, stop),)*
+                }
+            }
+        }
+    };
+}
+
+experiments! {
+    queue => Queue(QueueArgs),
+    ksweep => Ksweep(KsweepArgs),
+    sawtooth => Sawtooth(SawtoothArgs),
+    convergence => Convergence(ConvergenceArgs),
+    coexist => Coexist(CoexistArgs),
+    xdctcp => Xdctcp(XdctcpArgs),
+    variants => Variants(VariantsArgs),
+    incast => Incast(IncastArgs),
+    rpc => Rpc(RpcArgs),
+}
 
 /// `lab <experiment>`: checks the configuration (bad input is a usage
 /// error, before anything touches the kernel), holds htb's hysteresis mode
