@@ -5,7 +5,7 @@
 
 pub mod backend;
 pub mod bottleneck;
-pub mod doctor;
+pub mod checks;
 pub mod faults;
 pub mod hook;
 pub mod hysteresis;

@@ -2,7 +2,7 @@
 //! a scratch namespace that is removed afterwards.
 
 use anyhow::Result;
-use tc_qdisc::doctor::{kernel_checks, qdisc_checks, Check};
+use tc_qdisc::checks::{kernel_checks, qdisc_checks, Check};
 
 use crate::{Netns, Prefix, Veth};
 

@@ -16,7 +16,7 @@
 
 mod algorithms;
 mod bpf_stats;
-pub mod delay;
+pub mod delay_element;
 mod ratio;
 mod scale;
 mod switch;
@@ -52,7 +52,7 @@ pub struct BenchConfig {
     /// Star sizes to set up and tear down; empty skips.
     pub scale: Vec<usize>,
     /// The delay section; None skips it.
-    pub delay: Option<delay::DelayBenchConfig>,
+    pub delay: Option<delay_element::DelayBenchConfig>,
 }
 
 impl BenchConfig {
@@ -138,7 +138,7 @@ pub struct BenchReport {
     pub algorithms: AlgorithmReport,
     pub switch: Option<SwitchReport>,
     pub scale: Vec<ScaleRun>,
-    pub delay: Vec<delay::DelayRun>,
+    pub delay: Vec<delay_element::DelayRun>,
 }
 
 fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<BenchReport> {
@@ -170,7 +170,7 @@ fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<BenchReport> {
     let delay = match &cfg.delay {
         Some(d) => {
             eprintln!("delay: each rate without a delay, then each delay and backend");
-            delay::run(d, stop)?
+            delay_element::run(d, stop)?
         }
         None => Vec::new(),
     };
@@ -263,7 +263,7 @@ impl BenchArgs {
             } else {
                 vec![1, 16, 64, 256]
             }),
-            delay: (delay_secs > 0.0).then(|| delay::DelayBenchConfig {
+            delay: (delay_secs > 0.0).then(|| delay_element::DelayBenchConfig {
                 rates_bps: self.delay_rates.clone(),
                 delays: self.delays.clone(),
                 backends: self.delay_backends.clone(),

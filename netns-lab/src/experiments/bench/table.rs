@@ -258,7 +258,7 @@ pub fn table(r: &BenchReport) -> String {
     }
 
     if !r.delay.is_empty() {
-        s += &super::delay::table(&r.delay);
+        s += &super::delay_element::table(&r.delay);
     }
     s
 }
