@@ -33,7 +33,8 @@ fn ksweep_finds_the_queue_empty_below_k_opt_and_busy_above() {
     let (low, high) = (at(2), at(95));
     let f = |r: &Value, key: &str| r[key].as_f64().unwrap();
     // K_opt/4 runs the queue empty half the time and the link below 90 %
-    // (five runs on the lab's own CPU: empty 76.4-77.0 %, 79.6-82.4 %).
+    // (ten runs on the lab's own CPU, 2026-11-28: empty 75.3-78.0 %,
+    // utilization 77.8-85.0 %; K = 95: empty 0 %, 99.7-100 %).
     // (Unpinned, a strike of the known issue (README) could fill it: a
     // fresh clone's suite, 2026-11-26, read empty 9.3 % after 6 / 6 / 126
     // guard repairs; the test runs on its own CPU, `serial`.)
@@ -68,7 +69,7 @@ fn ksweep_finds_the_queue_empty_below_k_opt_and_busy_above() {
     assert!(below < k_min, "{k}");
     // Seed 001's finding: the queue stops running empty near K_opt (it says
     // about 2 K_opt; here DCTCP's smaller oscillation keeps it busy lower).
-    // Quick runs read 0.84 (K_min 8 at K_opt 9.5) in all five on the lab's
+    // Quick runs read 0.84 (K_min 8 at K_opt 9.5) in all ten on the lab's
     // own CPU (2026-11-28, no guard repair), and unpinned 0.84 in 9 of 10
     // and 1.36 once (K = 8 empty 5.6 %). Held within 0.5-1.5 K_opt (K_min
     // 5-14): a marker that never marks puts it at the grid's first K, one
