@@ -105,6 +105,8 @@ u32 DCTCP_BPF_PROG(DCTCP_PROG(ssthresh), struct sock *sk)
 	struct tcp_sock *tp = tcp_sk(sk);
 	u32 cwnd = tp->snd_cwnd, ssthresh = dctcp_core_ssthresh(sk, dctcp_algo_reduction(sk));
 
+	__sync_fetch_and_add(&stats.reductions, 1);
+
 	/* Fault injection: what the 6.18 issue stores, for the guard (which
 	 * runs in set_state right after) to repair where anyone can watch. */
 	if (params.inject_ssthresh && dctcp_ca(sk)->injected < params.inject_ssthresh) {

@@ -74,6 +74,7 @@ struct dctcp_stats {
 	u64 fallback_refused; /* fallback refused by the kernel: sent to its reno */
 	u64 alpha_updates;   /* per-window alpha updates */
 	u64 loss_reactions;  /* halvings on loss (recovery entry or RTO) */
+	u64 reductions;      /* window reductions: .ssthresh calls, on ECE or on loss */
 	u64 ssthresh_repairs; /* impossible ssthresh seen and recomputed, see dctcp_core_guard */
 	u64 cwnd_repairs;     /* impossible cwnd seen and reset */
 	u64 inflight_holds;   /* sending held: in flight far above the reduction's start, see dctcp_core_guard */

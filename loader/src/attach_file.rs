@@ -15,6 +15,9 @@
 //! [sysctl]                  # optional
 //! default = "bpf_dctcp"     # net.ipv4.tcp_congestion_control of this network namespace
 //! allowed = ["bpf_dctcp"]   # added to net.ipv4.tcp_allowed_congestion_control
+//!
+//! [metrics]                 # optional; read by `loader serve --config FILE`
+//! listen = "127.0.0.1:9842" # the Prometheus endpoint's address
 //! ```
 
 use std::collections::BTreeMap;
@@ -42,6 +45,15 @@ struct RawFile {
     attach: Vec<RawEntry>,
     #[serde(default)]
     sysctl: Option<Sysctl>,
+    #[serde(default)]
+    metrics: Option<RawMetrics>,
+}
+
+/// The `[metrics]` table.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetrics {
+    listen: String,
 }
 
 #[derive(Deserialize)]
@@ -71,6 +83,8 @@ pub struct AttachFile {
     pub path: PathBuf,
     pub requests: Vec<AttachRequest>,
     pub sysctl: Option<Sysctl>,
+    /// `[metrics] listen`: where `loader serve --config` listens.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 impl AttachFile {
@@ -177,10 +191,22 @@ fn parse(path: &Path, text: &str, kernel: &Kernel) -> Result<AttachFile> {
             mode,
         });
     }
+    let metrics = match raw.metrics {
+        None => None,
+        Some(m) => match m.listen.parse() {
+            Ok(addr) => Some(addr),
+            Err(_) => usage_bail!(
+                "{at}: [metrics] listen = \"{}\" is not an address and port, e.g. \"127.0.0.1:9842\" \
+                 or \"[::1]:9842\"",
+                m.listen
+            ),
+        },
+    };
     let file = AttachFile {
         path: path.to_path_buf(),
         requests,
         sysctl: raw.sysctl,
+        metrics,
     };
     if let Some(s) = &file.sysctl {
         let ours = file.names();

@@ -247,4 +247,33 @@ pub enum Command {
                   .range(loader::top::MIN_INTERVAL_MS..=loader::top::MAX_INTERVAL_MS))]
         interval: u64,
     },
+    /// Serve Prometheus metrics of the attached algorithms and lab switches.
+    ///
+    /// An HTTP endpoint in the Prometheus exposition format (OpenMetrics
+    /// text) for a fleet's monitoring: GET /metrics reads, at each scrape,
+    /// the pinned maps of every attached instance (labels `algorithm` and
+    /// `name`: sockets, flows started and released, fallbacks to Reno,
+    /// window reductions, loss reactions, guard repairs, trace events, alpha
+    /// as a histogram over the live flows and the fraction of their packets
+    /// echoed with ECE) and of every running lab switch (label `switch`:
+    /// queue, packets, marks, drops). GET /healthz answers `ok` (a
+    /// readiness probe); any other path is 404, any other method 405. The
+    /// endpoint follows instances attached, detached and re-attached while
+    /// it runs; a scrape never holds up the BPF programs. The metrics and
+    /// their names are in docs/metrics.md.
+    ///
+    /// Listens on --metrics, else on the [metrics] table's `listen` of
+    /// --config FILE (the unit's attach.toml), else on 127.0.0.1:9842;
+    /// port 0 picks a free one. The first line on standard output says
+    /// where. Runs until Ctrl-C or SIGTERM. Exit status 1 when the address
+    /// is taken, 2 for a malformed address or file.
+    Serve {
+        /// Address and port to listen on (HOST:PORT; [::]:9842 for every
+        /// address: mind who can reach it).
+        #[arg(long, value_name = "HOST:PORT")]
+        metrics: Option<std::net::SocketAddr>,
+        /// Take the address from this file's [metrics] table.
+        #[arg(long, value_name = "FILE")]
+        config: Option<std::path::PathBuf>,
+    },
 }

@@ -398,6 +398,8 @@ pub struct Instance {
     pub fallback_refused: u64,
     pub alpha_updates: u64,
     pub loss_reactions: u64,
+    /// Window reductions (.ssthresh calls, on ECE or on loss).
+    pub reductions: u64,
     pub ssthresh_repairs: u64,
     pub cwnd_repairs: u64,
     pub inflight_holds: u64,
@@ -501,6 +503,7 @@ pub fn describe(dir: &InstanceDir) -> Result<Instance> {
         fallback_refused: s.fallback_refused,
         alpha_updates: s.alpha_updates,
         loss_reactions: s.loss_reactions,
+        reductions: s.reductions,
         ssthresh_repairs: s.ssthresh_repairs,
         cwnd_repairs: s.cwnd_repairs,
         inflight_holds: s.inflight_holds,

@@ -9,6 +9,7 @@ pub mod flows;
 pub mod generate;
 pub mod instance;
 pub mod intf;
+pub mod metrics;
 pub mod model;
 pub mod params;
 mod skel;

@@ -99,6 +99,18 @@ fn run(cli: Cli) -> Result<()> {
         Command::Top { interval } => loader::top::run(&loader::top::Options {
             interval: std::time::Duration::from_millis(interval),
         })?,
+        Command::Serve { metrics, config } => {
+            let from_file = match &config {
+                Some(path) => loader::attach_file::read(path)?.metrics,
+                None => None,
+            };
+            let addr = metrics.or(from_file).unwrap_or_else(|| {
+                loader::metrics::DEFAULT_LISTEN
+                    .parse()
+                    .expect("the default address parses")
+            });
+            loader::metrics::run(addr)?
+        }
         Command::Trace {
             name,
             flow,

@@ -1,0 +1,163 @@
+//! `loader serve` for real: the binary serving an attached instance with a
+//! live DCTCP flow between two namespaces, scraped over HTTP, through a
+//! detach under it; and its refusals of a bad address, a taken port and a
+//! malformed [metrics] table.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+
+const MB: u64 = 1 << 20;
+
+/// A running `loader serve`, killed (SIGTERM, as systemd and the kubelet
+/// stop it) when dropped.
+struct Serve {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Serve {
+    fn start() -> Serve {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_loader"))
+            .args(["serve", "--metrics", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        // "serving http://127.0.0.1:PORT/metrics (health: /healthz)"
+        let addr = line
+            .strip_prefix("serving http://")
+            .and_then(|r| r.split('/').next())
+            .unwrap_or_else(|| panic!("first line: {line:?}"))
+            .parse()
+            .unwrap();
+        Serve { child, addr }
+    }
+
+    /// (status, body) of `method path`.
+    fn request(&self, method: &str, path: &str) -> (u16, String) {
+        let mut s = TcpStream::connect(self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(s, "{method} {path} HTTP/1.0\r\nHost: test\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let status = out
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("no status in {out:?}"));
+        let body = out.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        (status, body.to_string())
+    }
+
+    fn stop(mut self) -> Option<i32> {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let status = self.child.wait().unwrap();
+        std::mem::forget(self);
+        status.code()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The value of the sample `series` (name and labels as written).
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.split(' ').next()?.parse().ok())
+}
+
+#[test]
+fn serve_counts_a_live_flow_and_keeps_serving_through_a_detach() {
+    require_root();
+    let a = Attached::new("t_met", &[]);
+    let serve = Serve::start();
+    let (code, body) = serve.request("GET", "/healthz");
+    assert_eq!((code, body.as_str()), (200, "ok\n"));
+    assert_eq!(serve.request("POST", "/metrics").0, 405);
+    assert_eq!(serve.request("GET", "/").0, 404);
+
+    let pair = Pair::new();
+    let t = Transfer::start(&pair, "t_met", Some("t_met"), 32 * MB, 8 * MB);
+    t.wait_paused();
+    let (code, m) = serve.request("GET", "/metrics?x=1");
+    assert_eq!(code, 200, "{m}");
+    assert!(!m.contains(".."), "HELP ends in one full stop: {m}");
+    let l = r#"{algorithm="dctcp",name="t_met"}"#;
+    let v = |name: &str| {
+        sample(&m, &format!("dctcp_bpf_{name}{l}")).unwrap_or_else(|| panic!("{name}:\n{m}"))
+    };
+    // Both ends of the connection were initialised with t_met and are
+    // established, each with an alpha.
+    assert!(v("flows_started_total") >= 2.0, "{m}");
+    assert!(v("sockets") >= 2.0, "{m}");
+    assert_eq!(v("alpha_count"), 2.0, "{m}");
+    assert!(v("alpha_updates_total") > 0.0, "{m}");
+    assert_eq!(v("registered"), 1.0);
+    // No switch marks on a bare veth pair: nothing echoed, no reduction.
+    assert_eq!(v("ce_echoed_ratio"), 0.0, "{m}");
+    assert_eq!(v("guard_ssthresh_repairs_total"), 0.0, "{m}");
+    assert!(m.contains("# HELP dctcp_bpf_window_reductions "), "{m}");
+
+    // Detached under the server: the instance leaves the scrape, the
+    // server stays.
+    drop(a);
+    let (code, m) = serve.request("GET", "/metrics");
+    assert_eq!(code, 200, "{m}");
+    assert!(!m.contains(r#"name="t_met""#), "{m}");
+    assert_eq!(serve.request("GET", "/healthz").0, 200);
+    t.resume();
+    let (client, server) = t.finish();
+    assert_eq!(server.bytes, 40 * MB);
+    assert_eq!(client.ca_at_end, "t_met");
+    assert_eq!(serve.stop(), Some(0), "SIGTERM ends it cleanly");
+}
+
+#[test]
+fn serve_refuses_a_bad_address_a_taken_port_and_a_bad_table() {
+    require_root();
+    let out = loader(&["serve", "--metrics", "localhost"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = loader(&["serve", "--metrics", &addr]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("cannot listen on {addr}"))
+            && stderr(&out).contains("pick another with --metrics"),
+        "{}",
+        stderr(&out)
+    );
+
+    let dir = std::env::temp_dir().join(format!("dctcp-metrics-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("attach.toml");
+    for (table, says) in [
+        (
+            "[metrics]\nlisten = \"9842\"\n",
+            "is not an address and port",
+        ),
+        ("[metrics]\nport = 9842\n", "unknown field `port`"),
+    ] {
+        std::fs::write(&file, format!("[[attach]]\nalgo = \"dctcp\"\n{table}")).unwrap();
+        let out = loader(&["serve", "--config", file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{table}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{table}: {}", stderr(&out));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
