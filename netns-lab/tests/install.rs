@@ -171,28 +171,41 @@ fn install_then_uninstall_leaves_nothing() {
     assert!(
         unit.contains("ExecStop=/usr/local/bin/loader detach --from /etc/dctcp-bpf/attach.toml")
     );
-    // systemd's own check of the unit, pointed at the staged files.
-    let staged = dest.join("dctcp-bpf.service");
-    std::fs::write(
-        &staged,
-        unit.replace(
-            "/usr/local/bin/",
-            &format!("{}/", root.join("bin").display()),
-        ),
-    )
-    .unwrap();
-    let verify = Command::new("systemd-analyze")
-        .arg("verify")
-        .arg(&staged)
-        .env("MANPATH", &manpath)
-        .output()
-        .expect("systemd-analyze (systemd)");
+    // The metrics unit serves where the same config says.
+    let metrics_unit =
+        std::fs::read_to_string(root.join("lib/systemd/system/dctcp-bpf-metrics.service")).unwrap();
     assert!(
-        verify.status.success(),
-        "systemd-analyze verify: {}",
-        stderr(&verify)
+        metrics_unit
+            .contains("ExecStart=/usr/local/bin/loader serve --config /etc/dctcp-bpf/attach.toml"),
+        "{metrics_unit}"
     );
-    std::fs::remove_file(&staged).unwrap();
+    // systemd's own check of each unit, pointed at the staged files.
+    for (name, text) in [
+        ("dctcp-bpf.service", &unit),
+        ("dctcp-bpf-metrics.service", &metrics_unit),
+    ] {
+        let staged = dest.join(name);
+        std::fs::write(
+            &staged,
+            text.replace(
+                "/usr/local/bin/",
+                &format!("{}/", root.join("bin").display()),
+            ),
+        )
+        .unwrap();
+        let verify = Command::new("systemd-analyze")
+            .arg("verify")
+            .arg(&staged)
+            .env("MANPATH", &manpath)
+            .output()
+            .expect("systemd-analyze (systemd)");
+        assert!(
+            verify.status.success(),
+            "systemd-analyze verify {name}: {}",
+            stderr(&verify)
+        );
+        std::fs::remove_file(&staged).unwrap();
+    }
     let config = dest.join("etc/dctcp-bpf/attach.toml");
     assert_eq!(
         std::fs::read_to_string(&config).unwrap(),
@@ -264,6 +277,8 @@ fn deb_installs_runs_and_purges_to_nothing() {
         "/usr/lib/dctcp-bpf/rpcgen",
         "/usr/lib/dctcp-bpf/delayline",
         "/usr/lib/systemd/system/dctcp-bpf.service",
+        "/usr/lib/systemd/system/dctcp-bpf-metrics.service",
+        "/usr/share/man/man1/loader-serve.1.gz",
         "/usr/share/man/man1/loader-attach.1.gz",
         "/usr/share/bash-completion/completions/loader",
         "/etc/dctcp-bpf/attach.toml",
