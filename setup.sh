@@ -31,6 +31,9 @@ apt-get install -y -qq --no-install-recommends \
 # `just install` and its tests: man pages (man-db), `systemd-analyze verify`
 # of the unit (systemd; it need not run), the .deb (dpkg-deb, in dpkg).
 apt-get install -y -qq --no-install-recommends man-db systemd >/dev/null
+# `loader serve`'s test scrapes it with a real Prometheus (the package's
+# service starts only under a running systemd; the test runs its own).
+apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 # `lab bench` measures the switch's programs by perf's samples too.
 apt-get install -y -qq --no-install-recommends linux-perf >/dev/null
 apt-get install -y -qq --no-install-recommends bpftool/bookworm-backports >/dev/null

@@ -7,6 +7,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -159,5 +160,161 @@ fn serve_refuses_a_bad_address_a_taken_port_and_a_bad_table() {
         assert_eq!(out.status.code(), Some(2), "{table}: {}", stderr(&out));
         assert!(stderr(&out).contains(says), "{table}: {}", stderr(&out));
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A GET over loopback inside `ns`: (status, body).
+fn get_in(ns: &netns_lab::Netns, port: u16, path: &str) -> Option<(u16, String)> {
+    let path = path.to_string();
+    ns.run(move || -> Option<(u16, String)> {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+        write!(s, "GET {path} HTTP/1.0\r\nHost: test\r\n\r\n").ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).ok()?;
+        let status = out.split(' ').nth(1)?.parse().ok()?;
+        Some((status, out.split_once("\r\n\r\n")?.1.to_string()))
+    })
+    .unwrap()
+}
+
+/// The query string's encoding of `s` (RFC 3986 unreserved kept).
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A PromQL instant query's single value; None when it selects nothing.
+fn promql(ns: &netns_lab::Netns, expr: &str) -> Option<f64> {
+    let (code, body) = get_in(ns, 9090, &format!("/api/v1/query?query={}", encode(expr)))?;
+    assert_eq!(code, 200, "{expr}: {body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let r = &v["data"]["result"];
+    assert!(r.as_array().is_some_and(|a| a.len() <= 1), "{expr}: {body}");
+    r[0]["value"][1].as_str()?.parse().ok()
+}
+
+/// Polls `expr` for up to `secs` until `ok` holds of its value.
+fn wait_promql(ns: &netns_lab::Netns, expr: &str, secs: u64, ok: impl Fn(f64) -> bool) -> f64 {
+    let until = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        let v = promql(ns, expr);
+        if let Some(v) = v.filter(|v| ok(*v)) {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "{expr}: {v:?} after {secs} s"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[test]
+fn prometheus_scrapes_a_flow_and_keeps_scraping_through_a_detach() {
+    require_root();
+    let prometheus = std::path::Path::new("/usr/bin/prometheus");
+    assert!(
+        prometheus.exists(),
+        "prometheus is not installed: setup.sh installs it (Debian's prometheus)"
+    );
+    let a = Attached::new("t_prom", &[]);
+    let prefix = netns_lab::Prefix::unique().unwrap();
+    let ns = netns_lab::Netns::create(&prefix.ns("pm")).unwrap();
+    let dir = std::env::temp_dir().join(format!("dctcp-prom-{}", prefix.as_str()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("prometheus.yml"),
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n\
+         scrape_configs:\n  - job_name: dctcp\n    static_configs:\n      - targets: ['127.0.0.1:9842']\n",
+    )
+    .unwrap();
+    // Both in the lab namespace, on its own loopback; nsenter, so the
+    // server still sees bpffs.
+    let mut serve = ns
+        .command(Path::new(env!("CARGO_BIN_EXE_loader")))
+        .args(["serve", "--metrics", "127.0.0.1:9842"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut prom = ns
+        .command(prometheus)
+        .arg(format!(
+            "--config.file={}",
+            dir.join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .args(["--web.listen-address=127.0.0.1:9090", "--log.level=warn"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let finish = |serve: &mut Child, prom: &mut Child| {
+        for c in [serve, prom] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    };
+
+    wait_promql(&ns, r#"up{job="dctcp"}"#, 30, |v| v == 1.0);
+    let pair = Pair::new();
+    let t = Transfer::start(&pair, "t_prom", Some("t_prom"), 32 * MB, 8 * MB);
+    t.wait_paused();
+    // alpha's histogram moved: from no flow to both ends of the connection.
+    let count = r#"dctcp_bpf_alpha_count{name="t_prom"}"#;
+    wait_promql(&ns, &format!("max_over_time({count}[5m])"), 20, |v| {
+        v >= 2.0
+    });
+    assert_eq!(
+        promql(&ns, &format!("min_over_time({count}[5m])")),
+        Some(0.0)
+    );
+    // And the counters rose.
+    let started = r#"dctcp_bpf_flows_started_total{name="t_prom"}"#;
+    let rose = promql(
+        &ns,
+        &format!("max_over_time({started}[5m]) - min_over_time({started}[5m])"),
+    );
+    assert!(
+        rose.is_some_and(|r| r >= 2.0),
+        "flows started rose by {rose:?}"
+    );
+    let updates = promql(
+        &ns,
+        r#"max_over_time(dctcp_bpf_alpha_updates_total{name="t_prom"}[5m])"#,
+    );
+    assert!(updates.is_some_and(|u| u > 0.0), "{updates:?}");
+
+    // Detached mid-scrape: the series go stale, the target stays up.
+    drop(a);
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(
+        promql(&ns, r#"dctcp_bpf_sockets{name="t_prom"}"#),
+        None,
+        "a detached instance's series are stale"
+    );
+    assert_eq!(
+        promql(&ns, r#"min_over_time(up{job="dctcp"}[4s])"#),
+        Some(1.0)
+    );
+    assert_eq!(
+        promql(&ns, r#"count_over_time(up{job="dctcp"}[4s])"#).map(|n| n >= 3.0),
+        Some(true),
+        "scrapes went on"
+    );
+    t.resume();
+    let (_, server) = t.finish();
+    assert_eq!(server.bytes, 40 * MB);
+    finish(&mut serve, &mut prom);
+    drop(ns);
     std::fs::remove_dir_all(&dir).unwrap();
 }
