@@ -34,6 +34,8 @@ apt-get install -y -qq --no-install-recommends man-db systemd >/dev/null
 # `loader serve`'s test scrapes it with a real Prometheus (the package's
 # service starts only under a running systemd; the test runs its own).
 apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+# deploy/validate decodes the Kubernetes manifests with the API's Python models.
+apt-get install -y -qq --no-install-recommends python3-kubernetes python3-yaml >/dev/null
 # `lab bench` measures the switch's programs by perf's samples too.
 apt-get install -y -qq --no-install-recommends linux-perf >/dev/null
 apt-get install -y -qq --no-install-recommends bpftool/bookworm-backports >/dev/null

@@ -1,0 +1,128 @@
+//! The fleet deployment (deploy/, docs/fleet.md), offline: no cluster can
+//! run here, so the manifests are decoded strictly against the Kubernetes
+//! API types (deploy/validate, with Debian's python3-kubernetes), a broken
+//! manifest is refused, the scrape config passes Prometheus' own check, and
+//! the DaemonSet's attach.toml is one the loader accepts.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+
+fn deploy() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy")
+}
+
+fn validate(files: &[&Path]) -> Output {
+    Command::new(deploy().join("validate"))
+        .args(files)
+        .output()
+        .expect("deploy/validate (python3, python3-kubernetes: setup.sh installs them)")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("dctcp-deploy-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn deploy_manifests_decode_strictly_and_broken_ones_are_refused() {
+    let out = validate(&[]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", stderr(&out));
+    for object in [
+        "Namespace/dctcp-bpf",
+        "ConfigMap/dctcp-bpf",
+        "DaemonSet/dctcp-bpf",
+        "Service/dctcp-bpf-metrics",
+        "ServiceMonitor/dctcp-bpf",
+    ] {
+        assert!(said.contains(&format!("{object}\n")), "{object}: {said}");
+    }
+
+    let ds = std::fs::read_to_string(deploy().join("daemonset.yaml")).unwrap();
+    let dir = scratch("broken");
+    for (from, to, says) in [
+        (
+            "mountPropagation: Bidirectional",
+            "mountPropogation: Bidirectional",
+            "mountPropogation: no such field in V1VolumeMount",
+        ),
+        (
+            "periodSeconds: 10",
+            "periodSeconds: \"10\"",
+            "periodSeconds: expected int",
+        ),
+        (
+            "port: metrics}",
+            "port: metric}",
+            "names port metric, which it lacks",
+        ),
+        (
+            "configMap: {name: dctcp-bpf}",
+            "configMap: {name: dctcp}",
+            "names ConfigMap dctcp",
+        ),
+    ] {
+        assert!(ds.contains(from), "{from}");
+        let file = dir.join("daemonset.yaml");
+        std::fs::write(&file, ds.replacen(from, to, 1)).unwrap();
+        let out = validate(&[&file]);
+        assert_eq!(out.status.code(), Some(1), "{to}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{to}: {}", stderr(&out));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn promtool(file: &Path) -> Output {
+    Command::new("promtool")
+        .args(["check", "config"])
+        .arg(file)
+        .output()
+        .expect("promtool (Debian's prometheus: setup.sh installs it)")
+}
+
+#[test]
+fn deploy_scrape_config_passes_promtool() {
+    let file = deploy().join("prometheus-scrape.yaml");
+    let out = promtool(&file);
+    let said = |o: &Output| format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(o));
+    assert!(out.status.success(), "{}", said(&out));
+    // The same check refuses a broken one.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let dir = scratch("scrape");
+    let broken = dir.join("scrape.yaml");
+    std::fs::write(&broken, text.replacen("type: A", "type: B", 1)).unwrap();
+    let out = promtool(&broken);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(!out.status.success(), "{}", said(&out));
+}
+
+#[test]
+fn deploy_daemonsets_attach_toml_is_one_the_loader_accepts() {
+    require_root();
+    let ds = std::fs::read_to_string(deploy().join("daemonset.yaml")).unwrap();
+    // The ConfigMap's attach.toml: the block under `attach.toml: |`.
+    let toml: String = ds
+        .split("attach.toml: |\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| l.starts_with("    ") || l.is_empty())
+        .map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l)))
+        .collect();
+    let dir = scratch("config");
+    let file = dir.join("attach.toml");
+    std::fs::write(&file, &toml).unwrap();
+    let parsed = loader::attach_file::read(&file).unwrap_or_else(|e| panic!("{e:#}\n{toml}"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(parsed.requests.len(), 1, "{toml}");
+    assert_eq!(
+        parsed.metrics,
+        Some("0.0.0.0:9842".parse().unwrap()),
+        "the DaemonSet's ports and probes say 9842"
+    );
+}
