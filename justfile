@@ -230,6 +230,10 @@ deb: build
 image TAG="localhost/dctcp-bpf:latest": build
     tools/image {{TAG}}
 
+# Run the image's entrypoint as the DaemonSet does (attach, serve, preStop detach) from its own root filesystem: tools/image-check
+image-check TAG="localhost/dctcp-bpf:latest": _root
+    tools/image-check {{TAG}}
+
 # Check the Kubernetes manifests of deploy/ against the API types, offline
 check-deploy:
     deploy/validate
