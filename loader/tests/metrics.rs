@@ -45,18 +45,7 @@ impl Serve {
 
     /// (status, body) of `method path`.
     fn request(&self, method: &str, path: &str) -> (u16, String) {
-        let mut s = TcpStream::connect(self.addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        write!(s, "{method} {path} HTTP/1.0\r\nHost: test\r\n\r\n").unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).unwrap();
-        let status = out
-            .split(' ')
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or_else(|| panic!("no status in {out:?}"));
-        let body = out.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-        (status, body.to_string())
+        http(self.addr, method, path).unwrap_or_else(|| panic!("{method} {path}: no answer"))
     }
 
     fn stop(mut self) -> Option<i32> {
@@ -163,19 +152,22 @@ fn serve_refuses_a_bad_address_a_taken_port_and_a_bad_table() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// (status, body) of `method path` at `addr`; None when nothing answers.
+fn http(addr: SocketAddr, method: &str, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    write!(s, "{method} {path} HTTP/1.0\r\nHost: test\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let status = out.split(' ').nth(1)?.parse().ok()?;
+    Some((status, out.split_once("\r\n\r\n")?.1.to_string()))
+}
+
 /// A GET over loopback inside `ns`: (status, body).
 fn get_in(ns: &netns_lab::Netns, port: u16, path: &str) -> Option<(u16, String)> {
     let path = path.to_string();
-    ns.run(move || -> Option<(u16, String)> {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-        write!(s, "GET {path} HTTP/1.0\r\nHost: test\r\n\r\n").ok()?;
-        let mut out = String::new();
-        s.read_to_string(&mut out).ok()?;
-        let status = out.split(' ').nth(1)?.parse().ok()?;
-        Some((status, out.split_once("\r\n\r\n")?.1.to_string()))
-    })
-    .unwrap()
+    ns.run(move || http(SocketAddr::from(([127, 0, 0, 1], port)), "GET", &path))
+        .unwrap()
 }
 
 /// The query string's encoding of `s` (RFC 3986 unreserved kept).
