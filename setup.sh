@@ -26,7 +26,7 @@ fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
     clang-19 llvm-19 libclang-19-dev libelf-dev zlib1g-dev pkg-config make \
-    iproute2 ethtool iperf3 util-linux procps tmux passwd fonts-dejavu-core \
+    iproute2 ethtool iperf3 util-linux procps tmux passwd fonts-dejavu-core curl \
     >/dev/null
 # `just install` and its tests: man pages (man-db), `systemd-analyze verify`
 # of the unit (systemd; it need not run), the .deb (dpkg-deb, in dpkg).
@@ -34,6 +34,9 @@ apt-get install -y -qq --no-install-recommends man-db systemd >/dev/null
 # `loader serve`'s test scrapes it with a real Prometheus (the package's
 # service starts only under a running systemd; the test runs its own).
 apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+# `just image` builds the loader's OCI image (FROM scratch: no container
+# runs to build it, so no runtime setup is needed).
+apt-get install -y -qq --no-install-recommends podman >/dev/null
 # deploy/validate decodes the Kubernetes manifests with the API's Python models.
 apt-get install -y -qq --no-install-recommends python3-kubernetes python3-yaml >/dev/null
 # `lab bench` measures the switch's programs by perf's samples too.

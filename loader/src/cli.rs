@@ -8,6 +8,7 @@ use loader::params::Assignment;
 
 const AFTER_HELP: &str = "\
 Examples:
+  sudo loader check                                can this kernel run them? (registers nothing)
   sudo loader attach --algo dctcp                  register bpf_dctcp (and bpf_dctcp_reno)
   sudo loader attach --algo dctcp --name dc5 --param shift_g=5
   sudo loader attach --algo xdctcp --param ns=0.25  register bpf_xdctcp, short flows cut less
@@ -246,6 +247,23 @@ pub enum Command {
               value_parser = clap::value_parser!(u64)
                   .range(loader::top::MIN_INTERVAL_MS..=loader::top::MAX_INTERVAL_MS))]
         interval: u64,
+    },
+    /// Check that this kernel can run every algorithm, registering nothing.
+    ///
+    /// A preflight for a host or a fleet's nodes (the DaemonSet's first init
+    /// container runs it): the kernel's version, BTF
+    /// (/sys/kernel/btf/vmlinux), BPF struct_ops, how a registration will
+    /// be held (struct_ops links from Linux 6.4, the struct_ops map
+    /// before), whether bpffs is mounted at /sys/fs/bpf, and, for dctcp,
+    /// xdctcp and kdctcp, their programs loaded through the kernel's
+    /// verifier with default parameters and dropped again: nothing is
+    /// registered or pinned. One line per check (or --json); exit status 0
+    /// when every check passes, 1 when one fails (the failed ones are
+    /// named), 4 without root.
+    Check {
+        /// One JSON array for scripts.
+        #[arg(long)]
+        json: bool,
     },
     /// Serve Prometheus metrics of the attached algorithms and lab switches.
     ///

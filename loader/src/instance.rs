@@ -118,12 +118,22 @@ pub fn attach(req: &AttachRequest) -> Result<InstanceDir> {
         armed: true,
     };
 
-    load(req.algo, &staging, &req.name, &fallback, &p, use_link)?;
+    load(req.algo, &staging, &req.name, &fallback, &p, use_link, true)?;
     std::fs::rename(&staging.path, &dir.path)
         .with_context(|| format!("moving {} into place", staging.path.display()))?;
     guard.armed = false;
     tracing::info!(name = %req.name, fallback = %fallback, link = use_link, "attached");
     Ok(dir)
+}
+
+/// Loads `algo`'s programs with its default parameters through the
+/// verifier and drops them: nothing is registered or pinned.
+pub fn verify(algo: Algo) -> Result<()> {
+    let name = "check";
+    let p = algo.default_params();
+    let dir = InstanceDir::new(name);
+    let link = preflight::kernel_has_struct_ops_link();
+    load(algo, &dir, name, &fallback_name(name), &p, link, false)
 }
 
 /// A concurrent `detach` of the last other instance may remove the root
@@ -139,11 +149,12 @@ fn create_instance_dir(dir: &InstanceDir) -> Result<()> {
 }
 
 /// Opens, configures, loads and registers one algorithm's skeleton and pins
-/// what an instance consists of. A macro because each BPF object has its own
+/// what an instance consists of (with `register` false it stops after the
+/// verifier: `loader check`). A macro because each BPF object has its own
 /// skeleton type, whose struct_ops maps are fields named after DCTCP_ALGO.
 macro_rules! load_algorithm {
     ($builder:ty, $ops:ident, $ops_mut:ident, $reno:ident, $reno_mut:ident,
-     $dir:expr, $name:expr, $fallback:expr, $params:expr, $use_link:expr) => {{
+     $dir:expr, $name:expr, $fallback:expr, $params:expr, $use_link:expr, $register:expr) => {{
         let (dir, name, fallback, use_link): (&InstanceDir, &str, &str, bool) =
             ($dir, $name, $fallback, $use_link);
         let mut storage = MaybeUninit::uninit();
@@ -172,6 +183,10 @@ macro_rules! load_algorithm {
             "loading the BPF programs (the verifier log above says why; a kernel without \
              struct_ops for tcp_congestion_ops or without the tcp_reno_* kfuncs cannot run them)",
         )?;
+        if !$register {
+            // Loaded, not registered: dropping the skeleton frees it all.
+            return Ok(());
+        }
 
         // The fallback first: the main algorithm may hand sockets to it at once.
         let mut fb_link = skel
@@ -214,6 +229,7 @@ fn load(
     fallback: &str,
     p: &dctcp_params,
     use_link: bool,
+    register: bool,
 ) -> Result<()> {
     match algo {
         Algo::Dctcp => load_algorithm!(
@@ -226,7 +242,8 @@ fn load(
             name,
             fallback,
             p,
-            use_link
+            use_link,
+            register
         ),
         Algo::Xdctcp => load_algorithm!(
             XdctcpSkelBuilder,
@@ -238,7 +255,8 @@ fn load(
             name,
             fallback,
             p,
-            use_link
+            use_link,
+            register
         ),
         Algo::Kdctcp => load_algorithm!(
             KdctcpSkelBuilder,
@@ -250,7 +268,8 @@ fn load(
             name,
             fallback,
             p,
-            use_link
+            use_link,
+            register
         ),
     }
 }

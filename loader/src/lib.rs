@@ -4,6 +4,7 @@
 
 pub mod algo;
 pub mod attach_file;
+pub mod check;
 pub mod event;
 pub mod flows;
 pub mod generate;

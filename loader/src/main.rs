@@ -90,6 +90,7 @@ fn run(cli: Cli) -> Result<()> {
                 println!("detached {name}");
             }
         }
+        Command::Check { json } => loader::check::command(json)?,
         Command::List { json } => output::instances(&instance::list()?, json)?,
         Command::Set { name, params } => {
             let now = instance::set(&name, &params)?;

@@ -264,6 +264,7 @@ fn unprivileged_user_gets_told_to_use_root() {
         &["list"],
         &["detach", "--all"],
         &["flows"],
+        &["check"],
     ] {
         let out = std::process::Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
@@ -281,6 +282,57 @@ fn unprivileged_user_gets_told_to_use_root() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(!registered("t_nobody"));
+}
+
+/// `loader check` passes every check on a kernel the suite attaches on,
+/// names how this kernel holds a registration (asked of the kernel itself),
+/// and loads each algorithm through the verifier without registering or
+/// pinning anything.
+#[test]
+fn check_verifies_every_algorithm_and_registers_nothing() {
+    require_root();
+    let out = loader(&["check", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let checks: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let named: Vec<&str> = checks
+        .iter()
+        .map(|c| c["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        named,
+        [
+            "kernel",
+            "BTF",
+            "struct_ops",
+            "registration",
+            "bpffs",
+            "dctcp",
+            "xdctcp",
+            "kdctcp"
+        ]
+    );
+    assert!(checks.iter().all(|c| c["ok"] == true), "{checks:#?}");
+    let mode = checks[3]["note"].as_str().unwrap();
+    let want = if has_struct_ops_links() {
+        "--mode link"
+    } else {
+        "--mode map"
+    };
+    assert!(mode.ends_with(want), "{mode}");
+    for algo in &checks[5..] {
+        assert_eq!(algo["note"], "its programs pass the verifier", "{algo}");
+    }
+    // The names it loaded under (other tests attach beside it meanwhile).
+    assert!(!registered("check") && !registered("check_reno"));
+    assert!(!std::path::Path::new("/sys/fs/bpf/dctcp-bpf/check").exists());
+    let table = loader_ok(&["check"]);
+    assert_eq!(table.lines().count(), 8, "{table}");
+    assert!(
+        table
+            .lines()
+            .all(|l| l.split_whitespace().nth(1) == Some("ok")),
+        "{table}"
+    );
 }
 
 /// xDCTCP and the seed 002 variant attach beside DCTCP under their own

@@ -117,6 +117,129 @@ fn serve_counts_a_live_flow_and_keeps_serving_through_a_detach() {
     assert_eq!(serve.stop(), Some(0), "SIGTERM ends it cleanly");
 }
 
+/// Sums `loader flows --json`'s delivered and CE-echoed packets over the
+/// established flows of `name` (as the scrape must), once two reads 300 ms
+/// apart agree: the paused transfers' last segments have been acknowledged.
+fn settled_flows_of(name: &str) -> (Vec<serde_json::Value>, u64, u64) {
+    let read = || {
+        let flows: Vec<_> = flows_of(name)
+            .into_iter()
+            .filter(|f| f["tcp_state"] == "ESTAB" && f["fallback"] == false)
+            .collect();
+        let sum = |k: &str| flows.iter().map(|f| f[k].as_u64().unwrap()).sum::<u64>();
+        let (d, ce) = (sum("delivered"), sum("delivered_ce"));
+        (flows, d, ce)
+    };
+    let mut last = read();
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = read();
+        if (now.1, now.2) == (last.1, last.2) {
+            return now;
+        }
+        last = now;
+    }
+    panic!(
+        "{name}'s flows still delivering after 30 s: {:?}",
+        (last.1, last.2)
+    );
+}
+
+/// Through a marking switch, two instances' flows side by side: each
+/// instance's alpha count and CE ratio are its own flows' alone (a socket
+/// list holds only sockets of ours, so the other instance's flows are what
+/// a wrong filter would add), and the pinned switch's counters are the
+/// switch's.
+#[test]
+fn serve_reads_its_own_flows_marks_and_the_switch_beside_another_flow() {
+    use netns_lab::net::topology::{Star, StarSpec, RECEIVER_ADDR};
+    use tc_qdisc::{Bottleneck, BpfSwitch};
+    require_root();
+    let a = Attached::new("t_mce", &[]);
+    let b2 = Attached::new("t_mce2", &[]);
+    let star = Star::build(&StarSpec::senders(2)).unwrap();
+    star.ecn_everywhere().unwrap();
+    // 50 Mbit/s, K = 5: two bulk flows queue past K and are marked.
+    let b = Bottleneck::step(50_000_000, 100, 5);
+    b.install(star.switch.name(), &star.bottleneck_if).unwrap();
+    let pins = Path::new(dctcp_utils::bpffs::LAB_ROOT).join(star.prefix.as_str());
+    let sw = BpfSwitch::start(
+        Some(&pins),
+        b.backend.marker_config(b.buffer_pkts, b.rate_bps, 1),
+        false,
+        &star.switch.path(),
+        &star.bottleneck_if,
+        &star.receiver.ns.path(),
+        &star.receiver.ifname,
+    )
+    .unwrap();
+    let serve = Serve::start();
+    let to = |port| SocketAddr::from((RECEIVER_ADDR, port));
+    let rx = &star.receiver.ns;
+    let ours = Transfer::between(
+        &star.senders[0].ns,
+        rx,
+        to(5301),
+        "t_mce",
+        Some("t_mce"),
+        8 * MB,
+        MB,
+    );
+    let other = Transfer::between(
+        &star.senders[1].ns,
+        rx,
+        to(5302),
+        "t_mce2",
+        Some("t_mce2"),
+        8 * MB,
+        MB,
+    );
+    ours.wait_paused();
+    other.wait_paused();
+    let mine: Vec<_> = ["t_mce", "t_mce2"].map(settled_flows_of).into();
+
+    let (code, m) = serve.request("GET", "/metrics");
+    assert_eq!(code, 200, "{m}");
+    let v = |series: &str| sample(&m, series).unwrap_or_else(|| panic!("{series}:\n{m}"));
+    for (name, (flows, delivered, ce)) in ["t_mce", "t_mce2"].iter().zip(&mine) {
+        assert_eq!(flows.len(), 2, "both ends established: {flows:#?}");
+        assert!(
+            *ce > 0 && delivered > ce,
+            "{name}: delivered {delivered}, CE-echoed {ce}"
+        );
+        let l = format!(r#"{{algorithm="dctcp",name="{name}"}}"#);
+        let ratio = v(&format!("dctcp_bpf_ce_echoed_ratio{l}"));
+        let want = *ce as f64 / *delivered as f64;
+        assert!(
+            (ratio - want).abs() < 1e-9,
+            "{name}: ratio {ratio}, its flows' {want}"
+        );
+        assert_eq!(v(&format!("dctcp_bpf_alpha_count{l}")), 2.0, "{m}");
+        eprintln!("{name}: {ce} of {delivered} echoed ({ratio:.4})");
+    }
+    let l = format!(r#"{{switch="{}"}}"#, star.prefix.as_str());
+    let now = tc_qdisc::pins::read(&pins).unwrap().stats;
+    for (name, want) in [
+        ("packets_total", now.pkts),
+        ("bytes_total", now.bytes),
+        ("marked_total", now.marked),
+        ("dropped_total", now.dropped),
+    ] {
+        assert_eq!(
+            v(&format!("dctcp_bpf_switch_{name}{l}")),
+            want as f64,
+            "{name}"
+        );
+    }
+    assert!(now.marked > 0 && now.pkts > now.marked, "{now:?}");
+    eprintln!("switch: {} of {} marked", now.marked, now.pkts);
+
+    let ((_, ours), (_, other)) = (ours.finish(), other.finish());
+    assert_eq!((ours.bytes, other.bytes), (9 * MB, 9 * MB));
+    assert_eq!(serve.stop(), Some(0));
+    drop((sw, a, b2));
+}
+
 #[test]
 fn serve_refuses_a_bad_address_a_taken_port_and_a_bad_table() {
     require_root();

@@ -241,12 +241,34 @@ impl Transfer {
         first: u64,
         second: u64,
     ) -> Transfer {
+        let to: SocketAddr = format!("{SERVER_ADDR}:{port}").parse().unwrap();
+        Transfer::between(
+            &pair.client,
+            &pair.server,
+            to,
+            client_ca,
+            server_ca,
+            first,
+            second,
+        )
+    }
+
+    /// As `start`, from namespace `client` to `to`, served in `server` (a
+    /// lab's star: its senders and receiver).
+    pub fn between(
+        client: &Netns,
+        server: &Netns,
+        to: SocketAddr,
+        client_ca: &str,
+        server_ca: Option<&str>,
+        first: u64,
+        second: u64,
+    ) -> Transfer {
         let (ready_tx, ready_rx) = mpsc::channel();
         let server_ca = server_ca.map(str::to_string);
-        let server = pair
-            .server
+        let server = server
             .spawn(move || -> std::io::Result<EndReport> {
-                let addr: SocketAddr = format!("{SERVER_ADDR}:{port}").parse().unwrap();
+                let addr = to;
                 let l = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
                 l.set_reuse_address(true)?;
                 if let Some(ca) = &server_ca {
@@ -280,10 +302,9 @@ impl Transfer {
         let (paused_tx, paused_rx) = mpsc::channel();
         let (resume_tx, resume_rx) = mpsc::channel::<()>();
         let client_ca = client_ca.to_string();
-        let client = pair
-            .client
+        let client = client
             .spawn(move || -> std::io::Result<EndReport> {
-                let addr: SocketAddr = format!("{SERVER_ADDR}:{port}").parse().unwrap();
+                let addr = to;
                 let mut s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
                 sockopt::set_congestion(s.as_fd(), &client_ca)?;
                 s.connect(&addr.into())?;

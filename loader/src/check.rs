@@ -1,0 +1,120 @@
+//! `loader check`: can this kernel run the algorithms? Asked before anything
+//! is registered: BTF, struct_ops, how a registration is held (link or map),
+//! bpffs, and each algorithm's programs through the verifier (loaded with
+//! default parameters and dropped, never registered). A node's preflight:
+//! the DaemonSet's first init container runs it (docs/fleet.md).
+
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::algo::Algo;
+use crate::instance;
+use dctcp_utils::{bpffs, preflight};
+
+/// One line of the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Check {
+    pub check: String,
+    pub ok: bool,
+    pub note: String,
+}
+
+fn check(name: &str, ok: bool, note: impl Into<String>) -> Check {
+    Check {
+        check: name.into(),
+        ok,
+        note: note.into(),
+    }
+}
+
+/// Every check, in order; an algorithm is not loaded where BTF or struct_ops
+/// is missing (the verifier would only say so again, less clearly).
+pub fn run() -> Vec<Check> {
+    let (major, minor) = preflight::kernel_version().unwrap_or((0, 0));
+    let btf = preflight::require_btf();
+    let struct_ops = preflight::require_struct_ops();
+    let can_load = btf.is_ok() && struct_ops.is_ok();
+    let first_line = |e: &anyhow::Error| format!("{e:#}").lines().next().unwrap_or("").to_string();
+    let mut out = vec![
+        check("kernel", true, format!("Linux {major}.{minor}")),
+        match &btf {
+            Ok(()) => check("BTF", true, "/sys/kernel/btf/vmlinux"),
+            Err(e) => check("BTF", false, first_line(e)),
+        },
+        match &struct_ops {
+            Ok(()) => check("struct_ops", true, "BPF_PROG_TYPE_STRUCT_OPS loads"),
+            Err(e) => check("struct_ops", false, first_line(e)),
+        },
+        if preflight::kernel_has_struct_ops_link() {
+            check(
+                "registration",
+                true,
+                "struct_ops links (Linux 6.4+): --mode link",
+            )
+        } else {
+            check(
+                "registration",
+                true,
+                "no struct_ops links before Linux 6.4: the struct_ops map holds it (--mode map)",
+            )
+        },
+        if bpffs::is_bpffs(Path::new(bpffs::BPFFS)) {
+            check("bpffs", true, format!("mounted at {}", bpffs::BPFFS))
+        } else {
+            check(
+                "bpffs",
+                true,
+                format!("not mounted at {}: attach mounts it", bpffs::BPFFS),
+            )
+        },
+    ];
+    for &algo in Algo::ALL {
+        let name = algo.key();
+        out.push(if !can_load {
+            check(
+                name,
+                false,
+                "not loaded: BTF and struct_ops are needed first",
+            )
+        } else {
+            match instance::verify(algo) {
+                Ok(()) => check(name, true, "its programs pass the verifier"),
+                Err(e) => check(name, false, first_line(&e)),
+            }
+        });
+    }
+    out
+}
+
+/// `loader check`: the report (a table, or `--json`); fails (exit status 1)
+/// when any check does, naming them.
+pub fn command(json: bool) -> Result<()> {
+    preflight::require_root("loader check")?;
+    let checks = run();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&checks)?);
+    } else {
+        for c in &checks {
+            println!(
+                "{:<13} {:<3} {}",
+                c.check,
+                if c.ok { "ok" } else { "NO" },
+                c.note
+            );
+        }
+    }
+    let failed: Vec<&str> = checks
+        .iter()
+        .filter(|c| !c.ok)
+        .map(|c| c.check.as_str())
+        .collect();
+    anyhow::ensure!(
+        failed.is_empty(),
+        "this kernel cannot run every algorithm: {} failed (see above; README \"Kernel \
+         requirements\")",
+        failed.join(", ")
+    );
+    Ok(())
+}
