@@ -29,12 +29,25 @@ fn check(name: &str, ok: bool, note: impl Into<String>) -> Check {
     }
 }
 
-/// Every check, in order; an algorithm is not loaded where BTF or struct_ops
-/// is missing (the verifier would only say so again, less clearly).
+/// Every check on this kernel, in order.
 pub fn run() -> Vec<Check> {
-    let (major, minor) = preflight::kernel_version().unwrap_or((0, 0));
-    let btf = preflight::require_btf();
-    let struct_ops = preflight::require_struct_ops();
+    report(
+        preflight::kernel_version().unwrap_or((0, 0)),
+        preflight::require_btf(),
+        preflight::require_struct_ops(),
+        instance::verify,
+    )
+}
+
+/// The report from what the kernel answered; `verify` loads one algorithm.
+/// An algorithm is not loaded where BTF or struct_ops is missing (the
+/// verifier would only say so again, less clearly).
+fn report(
+    (major, minor): (u32, u32),
+    btf: Result<()>,
+    struct_ops: Result<()>,
+    verify: impl Fn(Algo) -> Result<()>,
+) -> Vec<Check> {
     let can_load = btf.is_ok() && struct_ops.is_ok();
     let first_line = |e: &anyhow::Error| format!("{e:#}").lines().next().unwrap_or("").to_string();
     let mut out = vec![
@@ -47,7 +60,7 @@ pub fn run() -> Vec<Check> {
             Ok(()) => check("struct_ops", true, "BPF_PROG_TYPE_STRUCT_OPS loads"),
             Err(e) => check("struct_ops", false, first_line(e)),
         },
-        if preflight::kernel_has_struct_ops_link() {
+        if (major, minor) >= (6, 4) {
             check(
                 "registration",
                 true,
@@ -57,7 +70,7 @@ pub fn run() -> Vec<Check> {
             check(
                 "registration",
                 true,
-                "no struct_ops links before Linux 6.4: the struct_ops map holds it (--mode map)",
+                "no struct_ops links before Linux 6.4, the struct_ops map holds it: --mode map",
             )
         },
         if bpffs::is_bpffs(Path::new(bpffs::BPFFS)) {
@@ -79,7 +92,7 @@ pub fn run() -> Vec<Check> {
                 "not loaded: BTF and struct_ops are needed first",
             )
         } else {
-            match instance::verify(algo) {
+            match verify(algo) {
                 Ok(()) => check(name, true, "its programs pass the verifier"),
                 Err(e) => check(name, false, first_line(&e)),
             }
@@ -117,4 +130,57 @@ pub fn command(json: bool) -> Result<()> {
         failed.join(", ")
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oks(checks: &[Check]) -> Vec<(&str, bool)> {
+        checks.iter().map(|c| (c.check.as_str(), c.ok)).collect()
+    }
+
+    #[test]
+    fn without_btf_or_struct_ops_nothing_is_loaded() {
+        for (btf, struct_ops) in [(false, true), (true, false)] {
+            let given = |ok: bool| {
+                if ok {
+                    Ok(())
+                } else {
+                    Err(anyhow::anyhow!("missing\nmore"))
+                }
+            };
+            let checks = report((6, 1), given(btf), given(struct_ops), |a| {
+                panic!("{a:?} loaded")
+            });
+            let got = oks(&checks);
+            assert_eq!(got[1..3], [("BTF", btf), ("struct_ops", struct_ops)]);
+            assert_eq!(
+                got[5..],
+                [("dctcp", false), ("xdctcp", false), ("kdctcp", false)]
+            );
+            // A failed check's note is the error's first line.
+            assert!(checks
+                .iter()
+                .filter(|c| !c.ok)
+                .all(|c| !c.note.contains('\n')));
+        }
+    }
+
+    #[test]
+    fn each_algorithm_is_its_own_verdict_and_the_mode_follows_the_version() {
+        let checks = report((6, 4), Ok(()), Ok(()), |a| match a {
+            Algo::Xdctcp => Err(anyhow::anyhow!("verifier says no\nlog")),
+            _ => Ok(()),
+        });
+        assert_eq!(
+            oks(&checks)[5..],
+            [("dctcp", true), ("xdctcp", false), ("kdctcp", true)]
+        );
+        assert_eq!(checks[6].note, "verifier says no");
+        assert!(checks[3].note.ends_with("--mode link"));
+        assert_eq!(checks[0].note, "Linux 6.4");
+        let old = report((6, 3), Ok(()), Ok(()), |_| Ok(()));
+        assert!(old[3].note.ends_with("--mode map"));
+    }
 }
