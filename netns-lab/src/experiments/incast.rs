@@ -552,11 +552,12 @@ mod tests {
         assert_eq!(onset(&runs, "cubic", 0.01), Some(8));
         assert_eq!(onset(&runs, "cubic", 0.05), Some(16));
         assert_eq!(onset(&runs, "bpf_dctcp", 0.01), None);
+        // More than the share: a run exactly at it is not the onset.
+        assert_eq!(onset(&runs, "cubic", 0.02), Some(16));
     }
 
-    #[test]
-    fn shares_split_the_response() {
-        let mut cfg = IncastConfig {
+    fn config() -> IncastConfig {
+        IncastConfig {
             rate_bps: 1_000_000_000,
             rtt: RttArgs::default(),
             k: 20,
@@ -567,7 +568,92 @@ mod tests {
             rounds: 1,
             rto_min_ms: 10,
             algorithms: vec!["cubic".into()],
+        }
+    }
+
+    /// Each bad value is refused, named, before anything runs.
+    #[test]
+    fn refusals_name_what_is_wrong() {
+        let ok = IncastConfig {
+            workers: vec![4, 16],
+            rounds: 10,
+            algorithms: vec!["bpf_dctcp".into(), "reno".into()],
+            ..config()
         };
+        let refused = |c: IncastConfig| format!("{:#}", c.validate().unwrap_err());
+        for (bad, says) in [
+            (
+                IncastConfig {
+                    workers: vec![],
+                    ..ok.clone()
+                },
+                "at least one worker",
+            ),
+            (
+                IncastConfig {
+                    workers: vec![4, 0],
+                    ..ok.clone()
+                },
+                "0 workers out of range",
+            ),
+            (
+                IncastConfig {
+                    workers: vec![257],
+                    ..ok.clone()
+                },
+                "257 workers out of range",
+            ),
+            (
+                IncastConfig {
+                    response_bytes: 999,
+                    ..ok.clone()
+                },
+                "--response-bytes 999",
+            ),
+            (
+                IncastConfig {
+                    rounds: 1,
+                    ..ok.clone()
+                },
+                "--rounds 1",
+            ),
+            (
+                IncastConfig {
+                    rto_min_ms: 0,
+                    ..ok.clone()
+                },
+                "--rto-min-ms 0",
+            ),
+            (
+                IncastConfig {
+                    algorithms: vec![],
+                    ..ok.clone()
+                },
+                "at least one algorithm",
+            ),
+            (
+                IncastConfig {
+                    buffer_pkts: 1,
+                    ..ok.clone()
+                },
+                "buffer of 1 packets",
+            ),
+            (
+                IncastConfig {
+                    algorithms: vec!["bpf_dctcp".into(), "no_such_cc".into()],
+                    ..ok.clone()
+                },
+                "algorithm `no_such_cc` is not in this kernel",
+            ),
+        ] {
+            let said = refused(bad);
+            assert!(said.contains(says), "{says}: {said}");
+        }
+    }
+
+    #[test]
+    fn shares_split_the_response() {
+        let mut cfg = config();
         assert_eq!(cfg.share(40), 25_000);
         cfg.per_worker = true;
         assert_eq!(cfg.share(40), 1_000_000);

@@ -675,6 +675,101 @@ mod tests {
         assert!(Pair::parse("100M@0ms").is_err());
     }
 
+    /// The defaults pass; each bad value is refused, named, before
+    /// anything runs.
+    #[test]
+    fn refusals_name_what_is_wrong() {
+        let ok = KsweepConfig {
+            pairs: Pair::defaults("100M@8ms"),
+            points: 4,
+            flows: 2,
+            duration: Duration::from_secs(4),
+            warmup: Duration::from_secs(1),
+            empty_target: 0.05,
+            bisect: 2,
+            delay_backend: DelayBackend::Auto,
+            switch: Switch::BpfStep,
+        };
+        ok.validate().unwrap();
+        let refused = |c: KsweepConfig| format!("{:#}", c.validate().unwrap_err());
+        for (bad, says) in [
+            (
+                KsweepConfig {
+                    pairs: vec![],
+                    ..ok.clone()
+                },
+                "give at least one RATE@RTT",
+            ),
+            (
+                KsweepConfig {
+                    points: 1,
+                    ..ok.clone()
+                },
+                "--points 1",
+            ),
+            (
+                KsweepConfig {
+                    points: 41,
+                    ..ok.clone()
+                },
+                "--points 41",
+            ),
+            (
+                KsweepConfig {
+                    flows: 0,
+                    ..ok.clone()
+                },
+                "--flows 0",
+            ),
+            (
+                KsweepConfig {
+                    flows: 17,
+                    ..ok.clone()
+                },
+                "--flows 17",
+            ),
+            (
+                KsweepConfig {
+                    empty_target: 0.0,
+                    ..ok.clone()
+                },
+                "--empty-target 0",
+            ),
+            (
+                KsweepConfig {
+                    empty_target: 1.0,
+                    ..ok.clone()
+                },
+                "--empty-target 1",
+            ),
+            (
+                KsweepConfig {
+                    bisect: 21,
+                    ..ok.clone()
+                },
+                "--bisect 21",
+            ),
+            (
+                KsweepConfig {
+                    duration: Duration::from_millis(1999),
+                    ..ok.clone()
+                },
+                "at least 2 s",
+            ),
+            // A rate the shaper cannot take, named with its pair.
+            (
+                KsweepConfig {
+                    pairs: Pair::defaults("100G@8ms"),
+                    ..ok.clone()
+                },
+                "100 Gbit/s",
+            ),
+        ] {
+            let said = refused(bad);
+            assert!(said.contains(says), "{says}: {said}");
+        }
+    }
+
     #[test]
     fn the_boundary_is_where_emptiness_drops_below_the_target() {
         let runs = [(2, 0.5), (8, 0.2), (28, 0.01), (95, 0.0)];

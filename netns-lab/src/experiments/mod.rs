@@ -316,4 +316,38 @@ mod tests {
         let rpc = Cli::<super::rpc::RpcArgs>::parse_from(["lab", "--buffer", "60"]).args;
         assert_eq!(rpc.switch.buffer, 60);
     }
+
+    #[test]
+    fn variants_parse_label_and_say_what_they_are() {
+        let all: Vec<super::Variant> = super::DEFAULT_VARIANTS
+            .split(',')
+            .map(|v| super::parse_variant(v).unwrap())
+            .collect();
+        let labels: Vec<String> = all.iter().map(super::Variant::label).collect();
+        assert_eq!(
+            labels,
+            ["bpf_dctcp@bpf-step", "cubic@droptail", "reno@droptail"]
+        );
+        let what: Vec<(bool, bool)> = all.iter().map(|v| (v.is_dctcp(), v.marks())).collect();
+        assert_eq!(what, [(true, true), (false, false), (false, false)]);
+        let kernel = super::parse_variant("dctcp:red").unwrap();
+        assert_eq!((kernel.is_dctcp(), kernel.marks()), (true, true));
+        assert!(!super::parse_variant("bpf_dctcp_reno:bpf-step")
+            .unwrap()
+            .is_dctcp());
+        for bad in ["bpf_dctcp", ":bpf-step", "cubic:nothing"] {
+            assert!(super::parse_variant(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn pairs_parse_and_say_their_path() {
+        let p = super::Pair::defaults("100M@8ms,1G@100us");
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].label(), "100 Mbit/s at 8 ms");
+        // 100 Mbit/s x 8 ms in 1500-byte packets: 66.7, and K_opt its seventh.
+        assert!((p[0].bdp() - 66.67).abs() < 0.01, "{}", p[0].bdp());
+        assert!((p[0].k_opt() - p[0].bdp() / 7.0).abs() < 1e-9);
+        assert_eq!(p[1], super::Pair::parse("1G@100us").unwrap());
+    }
 }

@@ -942,6 +942,89 @@ mod tests {
             .config()
     }
 
+    /// The defaults pass; each bad value is refused, named, before
+    /// anything runs.
+    #[test]
+    fn refusals_name_what_is_wrong() {
+        config(&[]).validate().unwrap();
+        config(&["--rwnd-clamp", "2"]).validate().unwrap();
+        config(&["--rwnd-clamp", "0"]).validate().unwrap();
+        let ok = config(&["--quick"]);
+        ok.validate().unwrap();
+        let refused = |c: QueueConfig| format!("{:#}", c.validate().unwrap_err());
+        for (bad, says) in [
+            (
+                QueueConfig {
+                    rates_bps: vec![],
+                    ..ok.clone()
+                },
+                "at least one rate",
+            ),
+            (
+                QueueConfig {
+                    flows: 0,
+                    ..ok.clone()
+                },
+                "--flows 0 out of range",
+            ),
+            (
+                QueueConfig {
+                    flows: 65,
+                    ..ok.clone()
+                },
+                "--flows 65 out of range",
+            ),
+            (
+                QueueConfig {
+                    duration: ok.warmup,
+                    ..ok.clone()
+                },
+                "--duration must exceed",
+            ),
+            (
+                QueueConfig {
+                    variants: vec![],
+                    ..ok.clone()
+                },
+                "at least one algorithm:backend",
+            ),
+            (
+                QueueConfig {
+                    variants: vec!["cubic".into()],
+                    ..ok.clone()
+                },
+                "expected algorithm:backend",
+            ),
+            (
+                QueueConfig {
+                    buffer_pkts: 1,
+                    ..ok.clone()
+                },
+                "buffer of 1 packets",
+            ),
+            (
+                QueueConfig {
+                    rwnd_clamp_pkts: Some(1),
+                    ..ok.clone()
+                },
+                "--rwnd-clamp 1",
+            ),
+            (
+                QueueConfig {
+                    rwnd_clamp_pkts: Some(RWND_CLAMP_MAX_PKTS + 1),
+                    ..ok.clone()
+                },
+                "--rwnd-clamp",
+            ),
+        ] {
+            let said = refused(bad);
+            assert!(said.contains(says), "{says}: {said}");
+        }
+        assert_eq!(excerpt_span_s(100_000_000), 1.0);
+        assert_eq!(excerpt_span_s(400_000_000), 0.25);
+        assert_eq!(excerpt_span_s(10_000_000_000), 0.1);
+    }
+
     #[test]
     fn each_rate_gets_the_default_clamp_of_its_own_path_unless_one_is_given() {
         // 100 Mbit/s over 500 us and 10 Gbit/s over 100 us (the seed RTTs).

@@ -490,5 +490,81 @@ mod tests {
             "{}",
             cfg.per_second()
         );
+        // Weights need not sum to 1: 1 to 3 is a mean of 752,500 bytes,
+        // and 0.8 of the link 132.9 RPCs per second.
+        let weighted = RpcConfig {
+            mix: "10000:1,1000000:3".parse().unwrap(),
+            load: 0.8,
+            ..cfg.clone()
+        };
+        let want = 0.8e9 / (8.0 * 752_500.0);
+        assert!(
+            (weighted.per_second() - want).abs() < 1e-9,
+            "{}",
+            weighted.per_second()
+        );
+
+        let refused = |c: RpcConfig| format!("{:#}", c.validate().unwrap_err());
+        for (bad, says) in [
+            (
+                RpcConfig {
+                    senders: 0,
+                    ..cfg.clone()
+                },
+                "--senders 0",
+            ),
+            (
+                RpcConfig {
+                    senders: 17,
+                    ..cfg.clone()
+                },
+                "--senders 17",
+            ),
+            (
+                RpcConfig {
+                    load: 0.0,
+                    ..cfg.clone()
+                },
+                "--load 0",
+            ),
+            (
+                RpcConfig {
+                    load: 1.6,
+                    ..cfg.clone()
+                },
+                "--load 1.6",
+            ),
+            (
+                RpcConfig {
+                    duration: Duration::from_millis(999),
+                    ..cfg.clone()
+                },
+                "at least 1 s",
+            ),
+            (
+                RpcConfig {
+                    connections: 0,
+                    ..cfg.clone()
+                },
+                "--connections 0",
+            ),
+            (
+                RpcConfig {
+                    connections: 65,
+                    ..cfg.clone()
+                },
+                "--connections 65",
+            ),
+            (
+                RpcConfig {
+                    buffer_pkts: 1,
+                    ..cfg.clone()
+                },
+                "buffer of 1 packets",
+            ),
+        ] {
+            let said = refused(bad);
+            assert!(said.contains(says), "{says}: {said}");
+        }
     }
 }

@@ -792,4 +792,105 @@ mod tests {
         };
         assert!(none.validate().is_err());
     }
+
+    /// A queue that climbs from `bottom` to `top` and drops back every
+    /// `period_s`, held in steps of `dt`, as the probe's rebuilt queue.
+    fn triangle(bottom: u32, top: u32, period_s: f64, periods: usize) -> Vec<(u32, f64)> {
+        let span = top - bottom;
+        let dt = period_s / f64::from(span + 1);
+        (0..periods)
+            .flat_map(|_| (bottom..=top).map(move |q| (q, dt)))
+            .collect()
+    }
+
+    fn run_of(steps: Vec<(u32, f64)>) -> RunData {
+        let mut data = RunData::default();
+        let mean = steps.iter().map(|s| f64::from(s.0) * s.1).sum::<f64>()
+            / steps.iter().map(|s| s.1).sum::<f64>();
+        data.outcome.queue.mean = mean;
+        data.queue_steps = steps;
+        data
+    }
+
+    /// A known sawtooth, 1.3 times the theory's period (so the measurement
+    /// is not the theory echoed): its period, top, bottom and amplitude are
+    /// found, nothing is cut out; a burst far above K + N is cut out with
+    /// its surroundings and moves neither the top nor the period.
+    #[test]
+    fn measure_finds_a_known_sawtooth_and_cuts_out_a_burst() {
+        let pair = Pair::parse("100M@500us").unwrap();
+        let (n, k) = (2, 20);
+        let theory = Sawtooth::new(n, pair.rate_bps, pair.rtt, k);
+        let (bottom, top) = (15, 22);
+        let mean = f64::from(bottom + top) / 2.0;
+        let loaded = pair.rtt.as_secs_f64() + mean * packet_time(pair.rate_bps);
+        let period = 1.3 * theory.period(pair.rate_bps).as_secs_f64();
+        let clean = run_of(triangle(bottom, top, period, 60));
+        let r = measure(pair, n, k, &clean);
+        assert!((r.loaded_rtt_s - loaded).abs() < 1e-9, "{}", r.loaded_rtt_s);
+        assert_eq!(
+            r.theory_period_s,
+            theory.period(pair.rate_bps).as_secs_f64()
+        );
+        let p = r.queue.period.expect("a period");
+        assert!(
+            (p.seconds / period - 1.0).abs() < 0.05,
+            "{p:?} against {period}"
+        );
+        assert!(p.strength > 0.8, "{p:?}");
+        let c = r.queue.cycles;
+        assert!(c.cycles >= 50, "{c:?}");
+        assert_eq!((c.top, c.bottom, c.amplitude), (22.0, 15.0, 7.0), "{c:?}");
+        assert_eq!(r.cut_out, 0.0);
+        assert!(r.window.is_none() && r.synchrony.is_none() && r.traced_flows == 0);
+        assert_eq!(r.mean, clean.outcome.queue.mean);
+
+        // A burst of 100 packets for 2 ms in the middle: cut out with 5 ms
+        // before and 100 ms after (on this grid), the rest measured as before.
+        let mut steps = triangle(bottom, top, period, 30);
+        steps.push((100, 0.002));
+        steps.extend(triangle(bottom, top, period, 30));
+        let burst = run_of(steps);
+        let total: f64 = burst.queue_steps.iter().map(|s| s.1).sum();
+        let r = measure(pair, n, k, &burst);
+        let cut = (0.005 + 0.002 + 0.100) / total;
+        assert!(
+            (r.cut_out - cut).abs() < 0.02,
+            "cut out {} against {cut}",
+            r.cut_out
+        );
+        assert_eq!(r.queue.cycles.top, 22.0, "{:?}", r.queue.cycles);
+        let p = r.queue.period.expect("a period");
+        assert!((p.seconds / period - 1.0).abs() < 0.05, "{p:?}");
+        assert!(
+            finding(&r).contains("top out at 22 against K + N = 22 (+0)"),
+            "{}",
+            finding(&r)
+        );
+    }
+
+    /// The burst limit and the window cap from the theory at the seed's
+    /// pair: K = 20, N = 2 tops out at 22, each flow's window at the peak is
+    /// (C x RTT + K + N) / 2 = (4.2 + 22) / 2 = 13.1 packets, capped at 4 x.
+    #[test]
+    fn limits_follow_the_theory() {
+        let pair = Pair::parse("100M@500us").unwrap();
+        let theory = Sawtooth::new(2, pair.rate_bps, pair.rtt, 20);
+        assert_eq!(burst_limit(&theory), 2.0 * 22.0 + 10.0);
+        assert!(
+            (theory.window_at_peak - 13.08).abs() < 0.01,
+            "{}",
+            theory.window_at_peak
+        );
+        assert_eq!(window_cap(&pair, 20, 2), 53);
+        // Many flows: a share of the peak window under 4, the floor of 16.
+        assert_eq!(window_cap(&pair, 20, 40), 16);
+    }
+
+    #[test]
+    fn clip_keeps_what_falls_within_the_length() {
+        assert_eq!(clip(&[0..5, 8..20, 30..40], 12), vec![0..5, 8..12]);
+        assert_eq!(clip(&[0..5], 5), vec![0..5]);
+        assert!(clip(&[5..9], 5).is_empty());
+    }
 }

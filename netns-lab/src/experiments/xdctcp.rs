@@ -736,6 +736,102 @@ mod tests {
         }));
     }
 
+    fn defaults(args: &[&str]) -> XdctcpConfig {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: XdctcpArgs,
+        }
+        Cli::parse_from(std::iter::once("lab").chain(args.iter().copied()))
+            .args
+            .config()
+    }
+
+    /// The defaults pass; each bad value is refused, named, before anything
+    /// runs, and so is a grid setting `loader set` would refuse.
+    #[test]
+    fn refusals_name_what_is_wrong() {
+        let ok = defaults(&["--quick"]);
+        ok.validate().unwrap();
+        defaults(&[]).validate().unwrap();
+        let refused = |c: XdctcpConfig| format!("{:#}", c.validate().unwrap_err());
+        let long = Duration::from_secs(60);
+        for (bad, says) in [
+            (
+                XdctcpConfig {
+                    long_flows: 0,
+                    ..ok.clone()
+                },
+                "--flows 0 out of range",
+            ),
+            (
+                XdctcpConfig {
+                    long_flows: 65,
+                    ..ok.clone()
+                },
+                "--flows 65 out of range",
+            ),
+            (
+                XdctcpConfig {
+                    rounds: 0,
+                    ..ok.clone()
+                },
+                "--rounds 0 out of range",
+            ),
+            (
+                XdctcpConfig {
+                    rounds: 21,
+                    ..ok.clone()
+                },
+                "--rounds 21 out of range",
+            ),
+            (
+                XdctcpConfig {
+                    warmup: long,
+                    ..ok.clone()
+                },
+                "exceed the warmup",
+            ),
+            (
+                XdctcpConfig {
+                    sweep_duration: ok.warmup,
+                    ..ok.clone()
+                },
+                "exceed the warmup",
+            ),
+            (
+                XdctcpConfig {
+                    buffer_pkts: 1,
+                    ..ok.clone()
+                },
+                "buffer of 1 packets",
+            ),
+            (
+                XdctcpConfig {
+                    grid: vec![Setting {
+                        g: 0.06,
+                        ns: 1.5,
+                        nl: 1.0,
+                    }],
+                    ..ok.clone()
+                },
+                "ns",
+            ),
+        ] {
+            let said = refused(bad);
+            assert!(said.contains(says), "{says}: {said}");
+        }
+    }
+
+    #[test]
+    fn changes_are_in_per_cent_of_the_old_value() {
+        assert_eq!(pct(60.0, 100.0), -40.0);
+        assert_eq!(pct(150.0, 100.0), 50.0);
+        assert_eq!(Setting::SEED_BEST.label(), "g=0.09 ns=0.3 nl=1");
+        assert_eq!(steps(0.1, 0.3, 0.1), vec![0.1, 0.2, 0.3]);
+    }
+
     #[test]
     fn settings_become_loader_assignments() {
         let a = Setting::SEED_BEST.assignments();

@@ -83,7 +83,7 @@ impl Scenario {
 }
 
 /// Whether the probe and the qdisc tell the same story.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct ProbeCheck {
     /// Arrivals the probe saw that reached the qdisc (not dropped by BPF).
     pub probe_enqueued: u64,
@@ -101,7 +101,7 @@ pub struct ProbeCheck {
     pub receiver_ce: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Outcome {
     pub label: String,
     pub rate_bps: u64,
@@ -209,7 +209,9 @@ impl From<marker_stats> for MarkerCounts {
     }
 }
 
-/// Everything a run measured.
+/// Everything a run measured (`Default`: an empty run, for the analyses'
+/// unit tests to fill in).
+#[derive(Default)]
 pub struct RunData {
     pub outcome: Outcome,
     /// The probe's samples of the measurement window.
