@@ -179,9 +179,20 @@ mutants *ARGS: _root
     cargo mutants --no-shuffle --output target/mutants-instance -p loader \
         -f loader/src/instance.rs -f loader/src/attach_file.rs {{ARGS}} \
         -- --lib --test lifecycle --test detach_all --test unit
+    # The experiments' analysis and validation: the functions the unit
+    # tests reach (their plans, plots and summaries only the lab's
+    # minutes-long runs do). coexist, convergence and variants are not in
+    # it yet.
+    fns='validate|measure|finding|clip|burst_limit|window_cap|window_cap_pkts|onset|share|grid|search_k_min|boundary|ratio|of|k_opt|default_rwnd_clamp_pkts|per_second|steps|pct|settings|parse_variant|marks|is_dctcp|label|defaults'
+    name="([A-Za-z]+(<[^>]*>)?::)?($fns)"
+    cargo mutants --no-shuffle --output target/mutants-experiments -p netns-lab \
+        -f netns-lab/src/experiments/mod.rs -f netns-lab/src/experiments/incast.rs \
+        -f netns-lab/src/experiments/ksweep.rs -f netns-lab/src/experiments/queue.rs \
+        -f netns-lab/src/experiments/rpc.rs -f netns-lab/src/experiments/sawtooth.rs \
+        -f netns-lab/src/experiments/xdctcp.rs --re "(replace $name ->| in $name\$)" {{ARGS}} -- --lib
     # cargo-mutants exits non-zero whenever a mutant is missed: the score decides.
     caught=0 missed=0
-    for d in target/mutants-analysis target/mutants-instance; do
+    for d in target/mutants-analysis target/mutants-instance target/mutants-experiments; do
         o=$d/mutants.out
         c=$(wc -l < $o/caught.txt) m=$(wc -l < $o/missed.txt) t=$(wc -l < $o/timeout.txt) u=$(wc -l < $o/unviable.txt)
         echo "$d: $c caught, $m missed, $t timeouts, $u unviable"

@@ -63,6 +63,15 @@ command -v just >/dev/null || cargo install --locked --quiet just
 # cargo-mutants: `just mutants`, the suite's strength on the analysis code.
 cargo mutants --version 2>/dev/null | grep -qx "cargo-mutants 27.1.0" ||
     cargo install --locked --quiet --version 27.1.0 cargo-mutants
+# deploy/crd-check (Go): the ServiceMonitor against the Prometheus Operator's
+# own type. Its modules now, so the test only compiles.
+go=$(command -v go || echo /usr/local/go/bin/go)
+if [ -x "$go" ]; then
+    (cd "$(dirname "$0")/deploy/crd-check" && "$go" mod download)
+else
+    echo "setup.sh: no Go toolchain (go): the ServiceMonitor check in just test needs one (https://go.dev/dl)" >&2
+    exit 1
+fi
 
 # bpffs: the loader pins algorithms under /sys/fs/bpf/dctcp-bpf.
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf

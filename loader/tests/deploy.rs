@@ -77,6 +77,68 @@ fn deploy_manifests_decode_strictly_and_broken_ones_are_refused() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// deploy/crd-check, built with Go (setup.sh fetched its modules) into
+/// target/: the ServiceMonitor decoded into the Prometheus Operator's type.
+fn crd_check(files: &[&Path]) -> Output {
+    let go = which("go").unwrap_or_else(|| PathBuf::from("/usr/local/go/bin/go"));
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/crd-check");
+    let built = Command::new(&go)
+        .args(["build", "-o"])
+        .arg(&bin)
+        .arg(".")
+        .current_dir(deploy().join("crd-check"))
+        .output()
+        .expect("go (setup.sh checks for it)");
+    assert!(built.status.success(), "go build: {}", stderr(&built));
+    Command::new(bin).args(files).output().unwrap()
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+/// The ServiceMonitor is the operator's own type, decoded strictly; a
+/// misspelt field and a wrong type are refused.
+#[test]
+fn deploy_servicemonitor_decodes_as_the_operators_type() {
+    let file = deploy().join("servicemonitor.yaml");
+    let out = crd_check(&[&file]);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}{}", stderr(&out));
+    assert_eq!(said, "ServiceMonitor/dctcp-bpf\n");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let dir = scratch("crd");
+    for (from, to, says) in [
+        (
+            "interval: 15s",
+            "intervall: 15s",
+            "unknown field \"intervall\"",
+        ),
+        (
+            "path: /metrics",
+            "path: [/metrics]",
+            "cannot unmarshal array",
+        ),
+        (
+            "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor",
+            "apiVersion: monitoring.coreos.com/v2\nkind: ServiceMonitor",
+            "apiVersion monitoring.coreos.com/v2",
+        ),
+    ] {
+        assert!(text.contains(from), "{from}");
+        let broken = dir.join("servicemonitor.yaml");
+        std::fs::write(&broken, text.replacen(from, to, 1)).unwrap();
+        let out = crd_check(&[&broken]);
+        assert_eq!(out.status.code(), Some(1), "{to}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{to}: {}", stderr(&out));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn promtool(file: &Path) -> Output {
     Command::new("promtool")
         .args(["check", "config"])
