@@ -194,6 +194,26 @@ impl Switch {
     }
 }
 
+/// One run: K on `pair`'s path, its senders on `cc` (the attached
+/// instance's name), each receiver's window capped (`window_cap_pkts`).
+fn scenario(cfg: &KsweepConfig, pair: Pair, k: u32, cc: &str) -> Scenario {
+    Scenario {
+        round_trip: Some(RoundTrip {
+            rtt: Rtt::uniform(pair.rtt),
+            backend: cfg.delay_backend,
+        }),
+        rwnd_clamp_bytes: Some(window_cap_pkts(&pair, k) * SEGMENT_BYTES),
+        ..Scenario::long_flows(
+            &format!("K = {k}"),
+            bottleneck(&pair, k, cfg.switch),
+            cfg.flows,
+            cc,
+            cfg.duration,
+            cfg.warmup,
+        )
+    }
+}
+
 /// The bottleneck of a run: the switch at K, a buffer that never drops a
 /// DCTCP window (four times the path's BDP plus K, at least 425 packets).
 fn bottleneck(p: &Pair, k: u32, switch: Switch) -> Bottleneck {
@@ -335,21 +355,7 @@ fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<V
     let mut n = 0;
     let mut one = |pair: Pair, k: u32, bisection: bool| -> Result<f64> {
         n += 1;
-        let scn = Scenario {
-            round_trip: Some(RoundTrip {
-                rtt: Rtt::uniform(pair.rtt),
-                backend: cfg.delay_backend,
-            }),
-            rwnd_clamp_bytes: Some(window_cap_pkts(&pair, k) * SEGMENT_BYTES),
-            ..Scenario::long_flows(
-                &format!("K = {k}"),
-                bottleneck(&pair, k, cfg.switch),
-                cfg.flows,
-                &cc,
-                cfg.duration,
-                cfg.warmup,
-            )
-        };
+        let scn = scenario(cfg, pair, k, &cc);
         let msg = format!("run {n}/~{total}: {}, K = {k}", pair.label());
         let data = run_scenario(&scn, ours, msg, stop)?;
         let r = KRun::of(pair, k, bisection, &data.outcome);
@@ -768,6 +774,40 @@ mod tests {
             let said = refused(bad);
             assert!(said.contains(says), "{says}: {said}");
         }
+    }
+
+    /// A run's plan: K on the pair's path with the switch asked for, a
+    /// buffer no DCTCP window fills, each receiver's window capped.
+    #[test]
+    fn each_run_is_planned_from_the_config() {
+        let p = Pair::parse("100M@8ms").unwrap();
+        let cfg = KsweepConfig {
+            pairs: vec![p],
+            points: 4,
+            flows: 3,
+            duration: Duration::from_secs(4),
+            warmup: Duration::from_secs(1),
+            empty_target: 0.05,
+            bisect: 2,
+            delay_backend: DelayBackend::Element,
+            switch: Switch::Red,
+        };
+        let s = scenario(&cfg, p, 28, "dl1");
+        assert_eq!(s.label, "K = 28");
+        let rt = s.round_trip.unwrap();
+        assert_eq!((rt.rtt.0, rt.backend), (vec![p.rtt], DelayBackend::Element));
+        assert_eq!(
+            s.rwnd_clamp_bytes,
+            Some(window_cap_pkts(&p, 28) * SEGMENT_BYTES)
+        );
+        assert_eq!(s.flows.len(), 3);
+        assert_eq!(s.bottleneck.backend, Marking::Red.at(28, p.rate_bps));
+        // 4 x 66.7 + 2 x 28 = 323 packets: the floor of 425 holds.
+        assert_eq!(s.bottleneck.buffer_pkts, 425);
+        let step = bottleneck(&Pair::parse("1G@8ms").unwrap(), 95, Switch::BpfStep);
+        // 4 x 666.7 + 190 = 2857.
+        assert_eq!(step.buffer_pkts, 2857);
+        assert_eq!(step.backend, Marking::BpfStep.at(95, 1_000_000_000));
     }
 
     #[test]

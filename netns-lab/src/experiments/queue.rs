@@ -229,30 +229,8 @@ fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Ve
         for (vi, v) in variants.iter().enumerate() {
             let n = ri * variants.len() + vi + 1;
             let ours = algorithms.ours(&v.cc);
-            let bottleneck = Bottleneck {
-                rate_bps: rate,
-                buffer_pkts: cfg.buffer_pkts,
-                backend: v.backend.at(cfg.k, rate),
-            };
-            let scn = Scenario {
-                round_trip: cfg.round_trip(rate),
-                access_rate_bps: cfg.access_rate_bps,
-                trace_algorithm: ours.filter(|_| cfg.trace).map(|b| b.name.clone()),
-                rwnd_clamp_bytes: v
-                    .marks()
-                    .then(|| cfg.rwnd_clamp_at(rate))
-                    .filter(|&c| c > 0)
-                    .map(|c| c * SEGMENT_BYTES),
-                faults: cfg.faults.clone(),
-                ..Scenario::long_flows(
-                    &v.label(),
-                    bottleneck,
-                    cfg.flows,
-                    &algorithms.cc(&v.cc),
-                    cfg.duration,
-                    cfg.warmup,
-                )
-            };
+            let traced = ours.filter(|_| cfg.trace).map(|b| b.name.as_str());
+            let scn = scenario(cfg, rate, v, &algorithms.cc(&v.cc), traced);
             let msg = format!("run {n}/{total}: {} {}", fmt_rate(rate), v.label());
             let run = run_scenario(&scn, ours, msg, stop)?;
             let (outcome, samples) = (run.outcome, run.samples);
@@ -369,6 +347,37 @@ fn write_run(
 /// sawteeth.
 fn excerpt_span_s(rate_bps: u64) -> f64 {
     (1e8 / rate_bps as f64).clamp(0.1, 1.0)
+}
+
+/// One run: `v` at `rate`, its senders on `cc` (the attached instance's
+/// name for bpf_dctcp), the live trace of `traced` if asked; the receive
+/// window capped only where the backend marks (a drop-tail queue is what
+/// TCP fills).
+fn scenario(cfg: &QueueConfig, rate: u64, v: &Variant, cc: &str, traced: Option<&str>) -> Scenario {
+    let bottleneck = Bottleneck {
+        rate_bps: rate,
+        buffer_pkts: cfg.buffer_pkts,
+        backend: v.backend.at(cfg.k, rate),
+    };
+    Scenario {
+        round_trip: cfg.round_trip(rate),
+        access_rate_bps: cfg.access_rate_bps,
+        trace_algorithm: traced.map(str::to_string),
+        rwnd_clamp_bytes: v
+            .marks()
+            .then(|| cfg.rwnd_clamp_at(rate))
+            .filter(|&c| c > 0)
+            .map(|c| c * SEGMENT_BYTES),
+        faults: cfg.faults.clone(),
+        ..Scenario::long_flows(
+            &v.label(),
+            bottleneck,
+            cfg.flows,
+            cc,
+            cfg.duration,
+            cfg.warmup,
+        )
+    }
 }
 
 /// Queue, cwnd and alpha over the same excerpt of one traced run, stacked
@@ -1020,9 +1029,54 @@ mod tests {
             let said = refused(bad);
             assert!(said.contains(says), "{says}: {said}");
         }
+        // What the star itself refuses: round trips that fit no sender
+        // count, an access link the shaper cannot take.
+        let star = |args: &[&str]| format!("{:#}", config(args).validate().unwrap_err());
+        let rtts = star(&["--flows", "3", "--rtt", "1ms,2ms"]);
+        assert!(rtts.contains("lists 2 round trips for 3 senders"), "{rtts}");
+        let access = star(&["--access-rate", "100G"]);
+        assert!(access.contains("--access-rate"), "{access}");
         assert_eq!(excerpt_span_s(100_000_000), 1.0);
         assert_eq!(excerpt_span_s(400_000_000), 0.25);
         assert_eq!(excerpt_span_s(10_000_000_000), 0.1);
+    }
+
+    /// A run's plan carries the config: the round trip, the access links,
+    /// the faults, the trace only when asked, and the window cap only
+    /// where the backend marks.
+    #[test]
+    fn each_run_is_planned_from_the_config() {
+        let c = config(&[
+            "--rtt",
+            "1ms",
+            "--access-rate",
+            "200M",
+            "--loss",
+            "0.01",
+            "--k",
+            "30",
+        ]);
+        let dctcp = parse_variant("bpf_dctcp:bpf-step").unwrap();
+        let s = scenario(&c, 100_000_000, &dctcp, "dl123", Some("dl123"));
+        assert_eq!(s.label, "bpf_dctcp@bpf-step");
+        assert_eq!(s.round_trip, c.round_trip(100_000_000));
+        assert_eq!(s.round_trip.unwrap().rtt.0, vec![Duration::from_millis(1)]);
+        assert_eq!(s.access_rate_bps, Some(200_000_000));
+        assert_eq!(s.faults.loss, 0.01);
+        assert_eq!(s.trace_algorithm.as_deref(), Some("dl123"));
+        assert_eq!(
+            s.rwnd_clamp_bytes,
+            Some(c.rwnd_clamp_at(100_000_000) * SEGMENT_BYTES)
+        );
+        assert_eq!(s.bottleneck.backend, dctcp.backend.at(30, 100_000_000));
+        assert_eq!(s.bottleneck.buffer_pkts, c.buffer_pkts);
+        assert!(s.flows.iter().all(|f| f.cc == "dl123") && s.flows.len() == c.flows);
+        let cubic = parse_variant("cubic:droptail").unwrap();
+        let s = scenario(&c, 100_000_000, &cubic, "cubic", None);
+        assert_eq!((s.rwnd_clamp_bytes, s.trace_algorithm), (None, None));
+        let unclamped = config(&["--rwnd-clamp", "0"]);
+        let s = scenario(&unclamped, 100_000_000, &dctcp, "dl123", None);
+        assert_eq!(s.rwnd_clamp_bytes, None);
     }
 
     #[test]

@@ -330,6 +330,27 @@ fn measure(pair: Pair, n: usize, k: u32, data: &RunData) -> SawRun {
     }
 }
 
+/// One run: N flows of `cc` (the attached instance's name) on `pair`'s
+/// path, traced live, each receiver's window capped (`window_cap`).
+fn scenario(cfg: &SawtoothConfig, pair: &Pair, n: usize, cc: &str) -> Scenario {
+    Scenario {
+        round_trip: Some(RoundTrip {
+            rtt: Rtt::uniform(pair.rtt),
+            backend: cfg.delay_backend,
+        }),
+        rwnd_clamp_bytes: Some(window_cap(pair, cfg.k, n) * SEGMENT_BYTES),
+        trace_algorithm: Some(cc.to_string()),
+        ..Scenario::long_flows(
+            &format!("N = {n}"),
+            bottleneck(pair, cfg.k, n),
+            n,
+            cc,
+            cfg.duration,
+            cfg.warmup,
+        )
+    }
+}
+
 fn run(cfg: &SawtoothConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<SawRun>> {
     let algorithms = Algorithms::attach(&["bpf_dctcp".to_string()])?;
     let ours = algorithms.ours("bpf_dctcp");
@@ -338,22 +359,7 @@ fn run(cfg: &SawtoothConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result
     let mut runs = Vec::new();
     for pair in &cfg.pairs {
         for &n in &cfg.flows {
-            let scn = Scenario {
-                round_trip: Some(RoundTrip {
-                    rtt: Rtt::uniform(pair.rtt),
-                    backend: cfg.delay_backend,
-                }),
-                rwnd_clamp_bytes: Some(window_cap(pair, cfg.k, n) * SEGMENT_BYTES),
-                trace_algorithm: Some(cc.clone()),
-                ..Scenario::long_flows(
-                    &format!("N = {n}"),
-                    bottleneck(pair, cfg.k, n),
-                    n,
-                    &cc,
-                    cfg.duration,
-                    cfg.warmup,
-                )
-            };
+            let scn = scenario(cfg, pair, n, &cc);
             let msg = format!("run {}/{total}: {}, N = {n}", runs.len() + 1, pair.label());
             let data = run_scenario(&scn, ours, msg, stop)?;
             let r = measure(*pair, n, cfg.k, &data);
@@ -885,6 +891,40 @@ mod tests {
         assert_eq!(window_cap(&pair, 20, 2), 53);
         // Many flows: a share of the peak window under 4, the floor of 16.
         assert_eq!(window_cap(&pair, 20, 40), 16);
+    }
+
+    /// A run's plan: N flows on the pair's path, traced, windows capped,
+    /// behind a buffer that no capped window set can overflow.
+    #[test]
+    fn each_run_is_planned_from_the_config() {
+        let cfg = SawtoothArgs {
+            quick: true,
+            pairs: None,
+            flows: None,
+            k: 20,
+            duration: None,
+            delay_backend: DelayBackend::Element,
+            out: None,
+        }
+        .config();
+        let pair = cfg.pairs[0];
+        let s = scenario(&cfg, &pair, 10, "dl7");
+        assert_eq!(s.label, "N = 10");
+        let rt = s.round_trip.unwrap();
+        assert_eq!(
+            (rt.rtt.0, rt.backend),
+            (vec![pair.rtt], DelayBackend::Element)
+        );
+        assert_eq!(
+            s.rwnd_clamp_bytes,
+            Some(window_cap(&pair, 20, 10) * SEGMENT_BYTES)
+        );
+        assert_eq!(s.trace_algorithm.as_deref(), Some("dl7"));
+        assert_eq!(s.flows.len(), 10);
+        let b = bottleneck(&pair, 20, 10);
+        assert_eq!(s.bottleneck, b);
+        assert_eq!(b.backend, tc_qdisc::Backend::BpfStep { k: 20 });
+        assert!(b.buffer_pkts >= 10 * 45 + 40, "{}", b.buffer_pkts);
     }
 
     #[test]

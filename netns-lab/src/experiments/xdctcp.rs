@@ -225,21 +225,18 @@ impl Measured {
     }
 }
 
-fn scenario(
-    cfg: &XdctcpConfig,
-    label: &str,
-    cc: &LabCc,
-    duration: Duration,
-    seed: u64,
-) -> Scenario {
+/// One run: the long flows and the short ones (seeded arrivals) all on
+/// `cc` (the attached instance's name), over the data-center round trip at
+/// the rate unless `--rtt` says otherwise.
+fn scenario(cfg: &XdctcpConfig, label: &str, cc: &str, duration: Duration, seed: u64) -> Scenario {
     Scenario {
-        short_flows: Some(short_spec(cfg, &cc.name, seed)),
+        short_flows: Some(short_spec(cfg, cc, seed)),
         round_trip: cfg.rtt.or(Some(datacenter_rtt(cfg.rate_bps))),
         ..Scenario::long_flows(
             label,
             Bottleneck::step(cfg.rate_bps, cfg.buffer_pkts, cfg.k),
             cfg.long_flows,
-            &cc.name,
+            cc,
             duration,
             cfg.warmup,
         )
@@ -287,7 +284,7 @@ fn run(cfg: &XdctcpConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<X
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
             let (label, cc, key) = [("DCTCP", &dctcp, "dctcp"), ("xDCTCP", &xdctcp, "xdctcp")][i];
-            let scn = scenario(cfg, label, cc, cfg.duration, cfg.seed + round as u64);
+            let scn = scenario(cfg, label, &cc.name, cfg.duration, cfg.seed + round as u64);
             let run = run_scenario(
                 &scn,
                 Some(cc),
@@ -312,7 +309,7 @@ fn run(cfg: &XdctcpConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<X
     let mut sweep = Vec::new();
     if !cfg.grid.is_empty() {
         let reference = |tag: &str, next: &mut dyn FnMut(&str) -> String| -> Result<Measured> {
-            let scn = scenario(cfg, "DCTCP", &dctcp, cfg.sweep_duration, cfg.seed);
+            let scn = scenario(cfg, "DCTCP", &dctcp.name, cfg.sweep_duration, cfg.seed);
             let run = run_scenario(
                 &scn,
                 Some(&dctcp),
@@ -324,7 +321,7 @@ fn run(cfg: &XdctcpConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<X
         sweep.push(reference("before", &mut next)?);
         for s in &cfg.grid {
             loader::instance::set(&xdctcp.name, &s.assignments())?;
-            let scn = scenario(cfg, "xDCTCP", &xdctcp, cfg.sweep_duration, cfg.seed);
+            let scn = scenario(cfg, "xDCTCP", &xdctcp.name, cfg.sweep_duration, cfg.seed);
             let run = run_scenario(
                 &scn,
                 Some(&xdctcp),
@@ -822,6 +819,33 @@ mod tests {
             let said = refused(bad);
             assert!(said.contains(says), "{says}: {said}");
         }
+    }
+
+    /// A run's plan: long and short flows on the same algorithm, the short
+    /// ones from the sender after the long ones with the run's seed, over
+    /// the data-center round trip unless one is given.
+    #[test]
+    fn each_run_is_planned_from_the_config() {
+        let cfg = defaults(&["--quick"]);
+        let s = scenario(&cfg, "xDCTCP", "dl9", cfg.duration, 7);
+        assert_eq!(s.label, "xDCTCP");
+        assert_eq!(
+            s.round_trip.unwrap().rtt.0,
+            vec![datacenter_rtt(cfg.rate_bps)]
+        );
+        let short = s.short_flows.unwrap();
+        assert_eq!(
+            (short.cc.as_str(), short.seed, short.sender),
+            ("dl9", 7, cfg.long_flows)
+        );
+        assert!(s.flows.iter().all(|f| f.cc == "dl9") && s.flows.len() == cfg.long_flows);
+        assert_eq!(
+            s.bottleneck,
+            Bottleneck::step(cfg.rate_bps, cfg.buffer_pkts, cfg.k)
+        );
+        let given = defaults(&["--quick", "--rtt", "2ms"]);
+        let s = scenario(&given, "DCTCP", "dl9", given.duration, 7);
+        assert_eq!(s.round_trip.unwrap().rtt.0, vec![Duration::from_millis(2)]);
     }
 
     #[test]
