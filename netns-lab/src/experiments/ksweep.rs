@@ -656,6 +656,7 @@ crate::experiments::register!("ksweep", KsweepArgs => KsweepConfig);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::Summary;
 
     #[test]
     fn k_opt_and_the_grid_follow_the_rule() {
@@ -808,6 +809,60 @@ mod tests {
         // 4 x 666.7 + 190 = 2857.
         assert_eq!(step.buffer_pkts, 2857);
         assert_eq!(step.backend, Marking::BpfStep.at(95, 1_000_000_000));
+    }
+
+    /// The window cap: the path's BDP plus K, at least 64.
+    #[test]
+    fn the_window_cap_is_a_flows_bdp_plus_k() {
+        let fast = Pair::parse("1G@1ms").unwrap();
+        // 83.3 packets in flight, rounded up, plus K = 20.
+        assert_eq!(window_cap_pkts(&fast, 20), 84 + 20);
+        assert_eq!(window_cap_pkts(&Pair::parse("100M@8ms").unwrap(), 2), 67 + 2);
+        assert_eq!(window_cap_pkts(&Pair::parse("100M@1ms").unwrap(), 2), 64);
+    }
+
+    /// A run's figures: the queue over time where the departures were
+    /// recorded, else the queue arrivals found; K against K_opt.
+    #[test]
+    fn a_run_reads_the_queue_over_time_where_there_is_one() {
+        let p = Pair::parse("100M@8ms").unwrap();
+        let over_time = Summary {
+            mean: 17.0,
+            p5: 2.0,
+            p95: 30.0,
+            ..Summary::default()
+        };
+        let mut o = Outcome {
+            queue: Summary {
+                mean: 5.0,
+                ..Summary::default()
+            },
+            queue_empty_fraction: 0.5,
+            queue_over_time: Some(over_time),
+            queue_over_time_empty_fraction: Some(0.1),
+            utilization: 0.97,
+            drops: 3,
+            ..Outcome::default()
+        };
+        let r = KRun::of(p, 19, true, &o);
+        assert_eq!((r.mean, r.p5, r.p95, r.empty), (17.0, 2.0, 30.0, 0.1));
+        assert_eq!((r.utilization, r.drops, r.bisection), (0.97, 3, true));
+        assert!(
+            (r.k_ratio - 19.0 / p.k_opt()).abs() < 1e-12,
+            "{}",
+            r.k_ratio
+        );
+        o.queue_over_time_empty_fraction = None;
+        let r = KRun::of(p, 19, false, &o);
+        assert_eq!((r.mean, r.empty), (5.0, 0.5));
+        let m = KMin {
+            pair: p,
+            k_opt: 9.5,
+            k_min: Some(19),
+            k_below: 8,
+        };
+        assert_eq!(m.ratio(), Some(2.0));
+        assert_eq!(KMin { k_min: None, ..m }.ratio(), None);
     }
 
     #[test]
