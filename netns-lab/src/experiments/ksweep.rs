@@ -817,7 +817,10 @@ mod tests {
         let fast = Pair::parse("1G@1ms").unwrap();
         // 83.3 packets in flight, rounded up, plus K = 20.
         assert_eq!(window_cap_pkts(&fast, 20), 84 + 20);
-        assert_eq!(window_cap_pkts(&Pair::parse("100M@8ms").unwrap(), 2), 67 + 2);
+        assert_eq!(
+            window_cap_pkts(&Pair::parse("100M@8ms").unwrap(), 2),
+            67 + 2
+        );
         assert_eq!(window_cap_pkts(&Pair::parse("100M@1ms").unwrap(), 2), 64);
     }
 

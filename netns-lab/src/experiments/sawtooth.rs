@@ -875,6 +875,68 @@ mod tests {
         );
     }
 
+    /// The finding's sentences carry the measured figures against the
+    /// theory's: the window's swing and period in round trips and in T_c,
+    /// the synchrony, how many flows the trace saw, and where the analysis
+    /// does not apply.
+    #[test]
+    fn the_finding_puts_each_figure_beside_the_theory() {
+        let pair = Pair::parse("100M@500us").unwrap();
+        let clean = run_of(triangle(15, 22, 0.004, 40));
+        let mut r = measure(pair, 2, 20, &clean);
+        let seconds = 3.0 * r.loaded_rtt_s;
+        r.window = Some(Shape {
+            period: Some(Period {
+                lag: 10.0,
+                seconds,
+                strength: 0.9,
+            }),
+            cycles: Cycles {
+                cycles: 9,
+                top: 30.0,
+                bottom: 24.0,
+                amplitude: 6.0,
+            },
+        });
+        r.synchrony = Some(Synchrony {
+            mean_correlation: 0.3,
+            pairs: 1,
+        });
+        r.traced_flows = 1;
+        let f = finding(&r);
+        let t = &r.theory;
+        let want = [
+            format!(
+                "swing by 6 packets per cycle against A = {:.1}",
+                t.amplitude
+            ),
+            format!(
+                "a period of 3.0 round trips against T_c = {:.2} ({:.1} times)",
+                t.period_rtts,
+                seconds / r.theory_period_s
+            ),
+            "correlate at 0.30 on average (not synchronized)".to_string(),
+            "recorded 1 of the 2 flows".to_string(),
+        ];
+        for w in &want {
+            assert!(f.contains(w.as_str()), "{w}: {f}");
+        }
+        assert!(!f.contains("TCP's floor"), "{f}");
+        // 40 flows at 100 Mbit/s over 500 us: each one's share is under
+        // the floor, and the finding says the analysis does not hold.
+        let many = measure(pair, 40, 20, &clean);
+        assert!(
+            finding(&many).contains("under TCP's floor of 2"),
+            "{}",
+            finding(&many)
+        );
+        r.synchrony = Some(Synchrony {
+            mean_correlation: 0.8,
+            pairs: 1,
+        });
+        assert!(finding(&r).contains("(largely in step)"));
+    }
+
     /// The burst limit and the window cap from the theory at the seed's
     /// pair: K = 20, N = 2 tops out at 22, each flow's window at the peak is
     /// (C x RTT + K + N) / 2 = (4.2 + 22) / 2 = 13.1 packets, capped at 4 x.
