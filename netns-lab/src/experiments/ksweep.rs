@@ -876,6 +876,16 @@ mod tests {
         let noisy = [(2, 0.5), (8, 0.01), (28, 0.2), (95, 0.0)];
         assert_eq!(boundary(&noisy, 0.05), (28, Some(95)));
         assert_eq!(boundary(&[(2, 0.5), (95, 0.3)], 0.05), (95, None));
+        // Empty exactly the target's share is not too often empty.
+        assert_eq!(
+            boundary(&[(2, 0.5), (8, 0.05), (28, 0.0)], 0.05),
+            (2, Some(8))
+        );
+        // A K measured twice, once too often empty, stays below the boundary.
+        assert_eq!(
+            boundary(&[(8, 0.2), (8, 0.01), (28, 0.0)], 0.05),
+            (8, Some(28))
+        );
     }
 
     /// Emptiness falling with K through the target at K = 37: the grid
