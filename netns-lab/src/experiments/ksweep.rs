@@ -904,6 +904,14 @@ mod tests {
         // 28 / 95 -> 61 -> 44 -> 36 -> 40 -> 38 -> 37.
         let halvings: Vec<u32> = ran.iter().filter(|r| r.1).map(|r| r.0).collect();
         assert_eq!(halvings, vec![61, 44, 36, 40, 38, 37]);
+        // Once the gap is one packet the search stops, whatever runs are left.
+        let mut runs = 0;
+        let found = search_k_min(&[2, 8, 28, 95], 10, 0.05, |k, _| {
+            runs += 1;
+            Ok(empty(k))
+        })
+        .unwrap();
+        assert_eq!((found, runs), ((36, Some(37)), 4 + 6));
         // Fewer runs stop short, still bracketing the crossing.
         let (lo, hi) = search_k_min(&[2, 8, 28, 95], 2, 0.05, |k, _| Ok(empty(k))).unwrap();
         assert_eq!((lo, hi), (28, Some(44)));

@@ -958,6 +958,8 @@ mod tests {
         config(&[]).validate().unwrap();
         config(&["--rwnd-clamp", "2"]).validate().unwrap();
         config(&["--rwnd-clamp", "0"]).validate().unwrap();
+        let most = RWND_CLAMP_MAX_PKTS.to_string();
+        config(&["--rwnd-clamp", &most]).validate().unwrap();
         let ok = config(&["--quick"]);
         ok.validate().unwrap();
         let refused = |c: QueueConfig| format!("{:#}", c.validate().unwrap_err());
