@@ -179,11 +179,11 @@ mutants *ARGS: _root
     cargo mutants --no-shuffle --output target/mutants-instance -p loader \
         -f loader/src/instance.rs -f loader/src/attach_file.rs {{ARGS}} \
         -- --lib --test lifecycle --test detach_all --test unit
-    # The experiments' analysis and validation: the functions the unit
-    # tests reach (their plans, plots and summaries only the lab's
-    # minutes-long runs do). coexist, convergence and variants are not in
-    # it yet.
-    fns='validate|measure|finding|clip|burst_limit|window_cap|window_cap_pkts|onset|share|grid|search_k_min|boundary|ratio|of|k_opt|default_rwnd_clamp_pkts|per_second|steps|pct|settings|parse_variant|marks|is_dctcp|label|defaults'
+    # The experiments' validation, plan of a run and analysis: the
+    # functions the unit tests reach (their loops, plots and summaries only
+    # the lab's minutes-long runs do). coexist, convergence and variants are
+    # not in it yet.
+    fns='validate|scenario|bottleneck|measure|finding|clip|burst_limit|window_cap|window_cap_pkts|onset|share|grid|search_k_min|boundary|ratio|of|k_opt|default_rwnd_clamp_pkts|excerpt_span_s|per_second|steps|pct|settings|parse_variant|marks|is_dctcp|label|defaults'
     name="([A-Za-z]+(<[^>]*>)?::)?($fns)"
     cargo mutants --no-shuffle --output target/mutants-experiments -p netns-lab \
         -f netns-lab/src/experiments/mod.rs -f netns-lab/src/experiments/incast.rs \
