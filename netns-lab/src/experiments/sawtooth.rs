@@ -868,11 +868,68 @@ mod tests {
         assert_eq!(r.queue.cycles.top, 22.0, "{:?}", r.queue.cycles);
         let p = r.queue.period.expect("a period");
         assert!((p.seconds / period - 1.0).abs() < 0.05, "{p:?}");
+        let f = finding(&r);
+        assert!(f.contains("top out at 22 against K + N = 22 (+0)"), "{f}");
+        let said = format!("{:.0} % of the window was cut out", r.cut_out * 100.0);
+        assert!(f.contains(&said), "{said}: {f}");
+    }
+
+    /// Each flow's cwnd from the live trace: two flows in a sawtooth of
+    /// known period and swing, half a period apart, and a third the trace
+    /// never saw. The per-flow period and amplitude are theirs, the flows
+    /// are not in step, the unseen one counts in neither.
+    #[test]
+    fn measure_reads_each_traced_flows_cwnd() {
+        use crate::traffic::bulk::FlowResult;
+        use loader::intf::{dctcp_event, dctcp_event_type_DCTCP_EV_ACK as EV_ACK};
+        let pair = Pair::parse("100M@500us").unwrap();
+        let theory = Sawtooth::new(2, pair.rate_bps, pair.rtt, 20);
+        let period = 1.3 * theory.period(pair.rate_bps).as_secs_f64();
+        let periods = 60;
+        let mut data = run_of(triangle(15, 22, period, periods));
+        let span = period * periods as f64;
+        data.outcome.window_s = span;
+        data.outcome.flows = (0..3)
+            .map(|i| FlowResult {
+                sender: i,
+                sport: 40000 + i as u16,
+                dport: 5201,
+                ..FlowResult::default()
+            })
+            .collect();
+        let mut events = Vec::new();
+        for (i, phase) in [(0u16, 0.0), (1, 0.5)] {
+            // One ACK every 100 us: cwnd climbs from 8 to 14 and is cut back.
+            for j in 0..(span / 100e-6) as u64 {
+                let t = j as f64 * 100e-6;
+                let x = (t / period + phase).fract();
+                let mut e = dctcp_event {
+                    ts_ns: (t * 1e9) as u64,
+                    type_: EV_ACK as u8,
+                    cwnd: 8 + (7.0 * x) as u32,
+                    ..Default::default()
+                };
+                e.flow.sport = 40000 + i;
+                e.flow.dport = 5201;
+                events.push(e);
+            }
+        }
+        data.cc_trace = Some(CcTrace {
+            events,
+            counts: Default::default(),
+        });
+        let r = measure(pair, 2, 20, &data);
+        assert_eq!(r.traced_flows, 2);
+        let p = r.flow_period.expect("a period per flow");
         assert!(
-            finding(&r).contains("top out at 22 against K + N = 22 (+0)"),
-            "{}",
-            finding(&r)
+            (p.seconds / period - 1.0).abs() < 0.05,
+            "{p:?} against {period}"
         );
+        assert_eq!(r.flow_amplitude, Some(6.0));
+        let y = r.synchrony.expect("two traced flows");
+        assert!(y.mean_correlation < 0.0, "{y:?}");
+        let w = r.window.expect("the windows summed");
+        assert!(w.cycles.cycles > 0, "{w:?}");
     }
 
     /// The finding's sentences carry the measured figures against the
@@ -922,6 +979,7 @@ mod tests {
             assert!(f.contains(w.as_str()), "{w}: {f}");
         }
         assert!(!f.contains("TCP's floor"), "{f}");
+        assert!(!f.contains("cut out"), "nothing was: {f}");
         // 40 flows at 100 Mbit/s over 500 us: each one's share is under
         // the floor, and the finding says the analysis does not hold.
         let many = measure(pair, 40, 20, &clean);
@@ -931,7 +989,7 @@ mod tests {
             finding(&many)
         );
         r.synchrony = Some(Synchrony {
-            mean_correlation: 0.8,
+            mean_correlation: 0.5,
             pairs: 1,
         });
         assert!(finding(&r).contains("(largely in step)"));

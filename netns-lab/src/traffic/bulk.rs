@@ -48,7 +48,7 @@ impl FlowSpec {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct FlowResult {
     pub sender: usize,
     pub cc: String,
