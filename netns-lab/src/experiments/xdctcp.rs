@@ -848,6 +848,39 @@ mod tests {
         assert_eq!(s.round_trip.unwrap().rtt.0, vec![Duration::from_millis(2)]);
     }
 
+    /// `--rtt` lists one round trip for all senders or one per sender: the
+    /// long flows' and the short flows' own.
+    #[test]
+    fn round_trips_count_the_short_flows_sender() {
+        let n = defaults(&["--quick"]).long_flows;
+        let list = |k: usize| vec!["1ms"; k].join(",");
+        defaults(&["--quick", "--rtt", &list(n + 1)])
+            .validate()
+            .unwrap();
+        let short = defaults(&["--quick", "--rtt", &list(n)]);
+        let said = format!("{:#}", short.validate().unwrap_err());
+        assert!(said.contains(&format!("for {} senders", n + 1)), "{said}");
+    }
+
+    /// A run's figures: the long flows' goodput together, in Mbit/s.
+    #[test]
+    fn a_run_sums_the_long_flows_goodput() {
+        let o = Outcome {
+            label: "xDCTCP".into(),
+            goodput_bps: vec![300e6, 450e6],
+            utilization: 0.9,
+            drops: 2,
+            ..Outcome::default()
+        };
+        let m = Measured::of(&o, 3, Some(Setting::SEED_BEST));
+        assert_eq!(m.long_mbps, 750.0);
+        assert_eq!((m.round, m.utilization, m.drops), (3, 0.9, 2));
+        assert_eq!(
+            (m.label.as_str(), m.setting),
+            ("xDCTCP", Some(Setting::SEED_BEST))
+        );
+    }
+
     #[test]
     fn changes_are_in_per_cent_of_the_old_value() {
         assert_eq!(pct(60.0, 100.0), -40.0);
