@@ -980,6 +980,11 @@ mod tests {
         }
         assert!(!f.contains("TCP's floor"), "{f}");
         assert!(!f.contains("cut out"), "nothing was: {f}");
+        r.traced_flows = 2;
+        assert!(
+            !finding(&r).contains("live trace recorded"),
+            "every flow was traced"
+        );
         // 40 flows at 100 Mbit/s over 500 us: each one's share is under
         // the floor, and the finding says the analysis does not hold.
         let many = measure(pair, 40, 20, &clean);
@@ -1044,7 +1049,13 @@ mod tests {
         let b = bottleneck(&pair, 20, 10);
         assert_eq!(s.bottleneck, b);
         assert_eq!(b.backend, tc_qdisc::Backend::BpfStep { k: 20 });
-        assert!(b.buffer_pkts >= 10 * 45 + 40, "{}", b.buffer_pkts);
+        // Each receiver's cap of 16 packets advertises at most 65535 bytes,
+        // 46 segments: ten of them plus 2 K.
+        assert_eq!(b.buffer_pkts, 10 * 46 + 40);
+        // N = 2 at K = 200 on 1 Gbit/s over 500 us: a cap of 488 packets
+        // (706,624 bytes) advertises up to 65535 << 4 bytes, 725 segments.
+        let wide = bottleneck(&Pair::parse("1G@500us").unwrap(), 200, 2);
+        assert_eq!(wide.buffer_pkts, 2 * 725 + 400);
     }
 
     #[test]
