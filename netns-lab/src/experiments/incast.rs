@@ -580,75 +580,74 @@ mod tests {
             algorithms: vec!["bpf_dctcp".into(), "reno".into()],
             ..config()
         };
-        let refused = |c: IncastConfig| format!("{:#}", c.validate().unwrap_err());
-        for (bad, says) in [
-            (
-                IncastConfig {
-                    workers: vec![],
-                    ..ok.clone()
-                },
-                "at least one worker",
-            ),
-            (
-                IncastConfig {
-                    workers: vec![4, 0],
-                    ..ok.clone()
-                },
-                "0 workers out of range",
-            ),
-            (
-                IncastConfig {
-                    workers: vec![257],
-                    ..ok.clone()
-                },
-                "257 workers out of range",
-            ),
-            (
-                IncastConfig {
-                    response_bytes: 999,
-                    ..ok.clone()
-                },
-                "--response-bytes 999",
-            ),
-            (
-                IncastConfig {
-                    rounds: 1,
-                    ..ok.clone()
-                },
-                "--rounds 1",
-            ),
-            (
-                IncastConfig {
-                    rto_min_ms: 0,
-                    ..ok.clone()
-                },
-                "--rto-min-ms 0",
-            ),
-            (
-                IncastConfig {
-                    algorithms: vec![],
-                    ..ok.clone()
-                },
-                "at least one algorithm",
-            ),
-            (
-                IncastConfig {
-                    buffer_pkts: 1,
-                    ..ok.clone()
-                },
-                "buffer of 1 packets",
-            ),
-            (
-                IncastConfig {
-                    algorithms: vec!["bpf_dctcp".into(), "no_such_cc".into()],
-                    ..ok.clone()
-                },
-                "algorithm `no_such_cc` is not in this kernel",
-            ),
-        ] {
-            let said = refused(bad);
-            assert!(said.contains(says), "{says}: {said}");
-        }
+        crate::experiments::assert_each_refused(
+            vec![
+                (
+                    IncastConfig {
+                        workers: vec![],
+                        ..ok.clone()
+                    },
+                    "at least one worker",
+                ),
+                (
+                    IncastConfig {
+                        workers: vec![4, 0],
+                        ..ok.clone()
+                    },
+                    "0 workers out of range",
+                ),
+                (
+                    IncastConfig {
+                        workers: vec![257],
+                        ..ok.clone()
+                    },
+                    "257 workers out of range",
+                ),
+                (
+                    IncastConfig {
+                        response_bytes: 999,
+                        ..ok.clone()
+                    },
+                    "--response-bytes 999",
+                ),
+                (
+                    IncastConfig {
+                        rounds: 1,
+                        ..ok.clone()
+                    },
+                    "--rounds 1",
+                ),
+                (
+                    IncastConfig {
+                        rto_min_ms: 0,
+                        ..ok.clone()
+                    },
+                    "--rto-min-ms 0",
+                ),
+                (
+                    IncastConfig {
+                        algorithms: vec![],
+                        ..ok.clone()
+                    },
+                    "at least one algorithm",
+                ),
+                (
+                    IncastConfig {
+                        buffer_pkts: 1,
+                        ..ok.clone()
+                    },
+                    "buffer of 1 packets",
+                ),
+                (
+                    IncastConfig {
+                        algorithms: vec!["bpf_dctcp".into(), "no_such_cc".into()],
+                        ..ok.clone()
+                    },
+                    "algorithm `no_such_cc` is not in this kernel",
+                ),
+            ],
+            IncastConfig::validate,
+        );
     }
 
     #[test]

@@ -658,13 +658,10 @@ mod tests {
     use super::*;
     use crate::stats::Summary;
 
-    #[test]
-    fn k_opt_and_the_grid_follow_the_rule() {
-        let p = Pair::parse("100M@8ms").unwrap();
-        // 8,333 packets/s x 8 ms / 7.
-        assert!((p.k_opt() - 9.52).abs() < 0.01, "{}", p.k_opt());
-        let cfg = KsweepConfig {
-            pairs: vec![p],
+    /// The quick sweep's settings on `pairs`: 4 points, 2 flows, 4 s runs.
+    fn config(pairs: Vec<Pair>) -> KsweepConfig {
+        KsweepConfig {
+            pairs,
             points: 4,
             flows: 2,
             duration: Duration::from_secs(4),
@@ -673,7 +670,15 @@ mod tests {
             bisect: 2,
             delay_backend: DelayBackend::Auto,
             switch: Switch::BpfStep,
-        };
+        }
+    }
+
+    #[test]
+    fn k_opt_and_the_grid_follow_the_rule() {
+        let p = Pair::parse("100M@8ms").unwrap();
+        // 8,333 packets/s x 8 ms / 7.
+        assert!((p.k_opt() - 9.52).abs() < 0.01, "{}", p.k_opt());
+        let cfg = config(vec![p]);
         // 1/4, 0.85, 2.9, 10 times K_opt.
         assert_eq!(cfg.grid(&p), vec![2, 8, 28, 95]);
         let tiny = Pair::parse("1G@100us").unwrap();
@@ -686,95 +691,84 @@ mod tests {
     /// anything runs.
     #[test]
     fn refusals_name_what_is_wrong() {
-        let ok = KsweepConfig {
-            pairs: Pair::defaults("100M@8ms"),
-            points: 4,
-            flows: 2,
-            duration: Duration::from_secs(4),
-            warmup: Duration::from_secs(1),
-            empty_target: 0.05,
-            bisect: 2,
-            delay_backend: DelayBackend::Auto,
-            switch: Switch::BpfStep,
-        };
+        let ok = config(Pair::defaults("100M@8ms"));
         ok.validate().unwrap();
-        let refused = |c: KsweepConfig| format!("{:#}", c.validate().unwrap_err());
-        for (bad, says) in [
-            (
-                KsweepConfig {
-                    pairs: vec![],
-                    ..ok.clone()
-                },
-                "give at least one RATE@RTT",
-            ),
-            (
-                KsweepConfig {
-                    points: 1,
-                    ..ok.clone()
-                },
-                "--points 1",
-            ),
-            (
-                KsweepConfig {
-                    points: 41,
-                    ..ok.clone()
-                },
-                "--points 41",
-            ),
-            (
-                KsweepConfig {
-                    flows: 0,
-                    ..ok.clone()
-                },
-                "--flows 0",
-            ),
-            (
-                KsweepConfig {
-                    flows: 17,
-                    ..ok.clone()
-                },
-                "--flows 17",
-            ),
-            (
-                KsweepConfig {
-                    empty_target: 0.0,
-                    ..ok.clone()
-                },
-                "--empty-target 0",
-            ),
-            (
-                KsweepConfig {
-                    empty_target: 1.0,
-                    ..ok.clone()
-                },
-                "--empty-target 1",
-            ),
-            (
-                KsweepConfig {
-                    bisect: 21,
-                    ..ok.clone()
-                },
-                "--bisect 21",
-            ),
-            (
-                KsweepConfig {
-                    duration: Duration::from_millis(1999),
-                    ..ok.clone()
-                },
-                "at least 2 s",
-            ),
-            // A rate the shaper cannot take, named with its pair.
-            (
-                KsweepConfig {
-                    pairs: Pair::defaults("100G@8ms"),
-                    ..ok.clone()
-                },
-                "100 Gbit/s",
-            ),
-        ] {
-            let said = refused(bad);
-            assert!(said.contains(says), "{says}: {said}");
-        }
+        crate::experiments::assert_each_refused(
+            vec![
+                (
+                    KsweepConfig {
+                        pairs: vec![],
+                        ..ok.clone()
+                    },
+                    "give at least one RATE@RTT",
+                ),
+                (
+                    KsweepConfig {
+                        points: 1,
+                        ..ok.clone()
+                    },
+                    "--points 1",
+                ),
+                (
+                    KsweepConfig {
+                        points: 41,
+                        ..ok.clone()
+                    },
+                    "--points 41",
+                ),
+                (
+                    KsweepConfig {
+                        flows: 0,
+                        ..ok.clone()
+                    },
+                    "--flows 0",
+                ),
+                (
+                    KsweepConfig {
+                        flows: 17,
+                        ..ok.clone()
+                    },
+                    "--flows 17",
+                ),
+                (
+                    KsweepConfig {
+                        empty_target: 0.0,
+                        ..ok.clone()
+                    },
+                    "--empty-target 0",
+                ),
+                (
+                    KsweepConfig {
+                        empty_target: 1.0,
+                        ..ok.clone()
+                    },
+                    "--empty-target 1",
+                ),
+                (
+                    KsweepConfig {
+                        bisect: 21,
+                        ..ok.clone()
+                    },
+                    "--bisect 21",
+                ),
+                (
+                    KsweepConfig {
+                        duration: Duration::from_millis(1999),
+                        ..ok.clone()
+                    },
+                    "at least 2 s",
+                ),
+                // A rate the shaper cannot take, named with its pair.
+                (
+                    KsweepConfig {
+                        pairs: Pair::defaults("100G@8ms"),
+                        ..ok.clone()
+                    },
+                    "100 Gbit/s",
+                ),
+            ],
+            KsweepConfig::validate,
+        );
     }
 
     /// A run's plan: K on the pair's path with the switch asked for, a
@@ -783,15 +777,10 @@ mod tests {
     fn each_run_is_planned_from_the_config() {
         let p = Pair::parse("100M@8ms").unwrap();
         let cfg = KsweepConfig {
-            pairs: vec![p],
-            points: 4,
             flows: 3,
-            duration: Duration::from_secs(4),
-            warmup: Duration::from_secs(1),
-            empty_target: 0.05,
-            bisect: 2,
             delay_backend: DelayBackend::Element,
             switch: Switch::Red,
+            ..config(vec![p])
         };
         let s = scenario(&cfg, p, 28, "dl1");
         assert_eq!(s.label, "K = 28");

@@ -297,6 +297,19 @@ pub fn launch<A: ExperimentArgs>(
     Ok(())
 }
 
+/// Each `(config, says)` is refused by `validate` with an error that says
+/// `says` (the experiments' refusal tests).
+#[cfg(test)]
+pub(crate) fn assert_each_refused<C>(cases: Vec<(C, &str)>, validate: impl Fn(&C) -> Result<()>) {
+    for (bad, says) in cases {
+        let said = match validate(&bad) {
+            Ok(()) => panic!("accepted, but should say {says}"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(said.contains(says), "{says}: {said}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;

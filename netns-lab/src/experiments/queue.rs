@@ -962,75 +962,74 @@ mod tests {
         config(&["--rwnd-clamp", &most]).validate().unwrap();
         let ok = config(&["--quick"]);
         ok.validate().unwrap();
-        let refused = |c: QueueConfig| format!("{:#}", c.validate().unwrap_err());
-        for (bad, says) in [
-            (
-                QueueConfig {
-                    rates_bps: vec![],
-                    ..ok.clone()
-                },
-                "at least one rate",
-            ),
-            (
-                QueueConfig {
-                    flows: 0,
-                    ..ok.clone()
-                },
-                "--flows 0 out of range",
-            ),
-            (
-                QueueConfig {
-                    flows: 65,
-                    ..ok.clone()
-                },
-                "--flows 65 out of range",
-            ),
-            (
-                QueueConfig {
-                    duration: ok.warmup,
-                    ..ok.clone()
-                },
-                "--duration must exceed",
-            ),
-            (
-                QueueConfig {
-                    variants: vec![],
-                    ..ok.clone()
-                },
-                "at least one algorithm:backend",
-            ),
-            (
-                QueueConfig {
-                    variants: vec!["cubic".into()],
-                    ..ok.clone()
-                },
-                "expected algorithm:backend",
-            ),
-            (
-                QueueConfig {
-                    buffer_pkts: 1,
-                    ..ok.clone()
-                },
-                "buffer of 1 packets",
-            ),
-            (
-                QueueConfig {
-                    rwnd_clamp_pkts: Some(1),
-                    ..ok.clone()
-                },
-                "--rwnd-clamp 1",
-            ),
-            (
-                QueueConfig {
-                    rwnd_clamp_pkts: Some(RWND_CLAMP_MAX_PKTS + 1),
-                    ..ok.clone()
-                },
-                "--rwnd-clamp",
-            ),
-        ] {
-            let said = refused(bad);
-            assert!(said.contains(says), "{says}: {said}");
-        }
+        crate::experiments::assert_each_refused(
+            vec![
+                (
+                    QueueConfig {
+                        rates_bps: vec![],
+                        ..ok.clone()
+                    },
+                    "at least one rate",
+                ),
+                (
+                    QueueConfig {
+                        flows: 0,
+                        ..ok.clone()
+                    },
+                    "--flows 0 out of range",
+                ),
+                (
+                    QueueConfig {
+                        flows: 65,
+                        ..ok.clone()
+                    },
+                    "--flows 65 out of range",
+                ),
+                (
+                    QueueConfig {
+                        duration: ok.warmup,
+                        ..ok.clone()
+                    },
+                    "--duration must exceed",
+                ),
+                (
+                    QueueConfig {
+                        variants: vec![],
+                        ..ok.clone()
+                    },
+                    "at least one algorithm:backend",
+                ),
+                (
+                    QueueConfig {
+                        variants: vec!["cubic".into()],
+                        ..ok.clone()
+                    },
+                    "expected algorithm:backend",
+                ),
+                (
+                    QueueConfig {
+                        buffer_pkts: 1,
+                        ..ok.clone()
+                    },
+                    "buffer of 1 packets",
+                ),
+                (
+                    QueueConfig {
+                        rwnd_clamp_pkts: Some(1),
+                        ..ok.clone()
+                    },
+                    "--rwnd-clamp 1",
+                ),
+                (
+                    QueueConfig {
+                        rwnd_clamp_pkts: Some(RWND_CLAMP_MAX_PKTS + 1),
+                        ..ok.clone()
+                    },
+                    "--rwnd-clamp",
+                ),
+            ],
+            QueueConfig::validate,
+        );
         // What the star itself refuses: round trips that fit no sender
         // count, an access link the shaper cannot take.
         let star = |args: &[&str]| format!("{:#}", config(args).validate().unwrap_err());

@@ -504,67 +504,66 @@ mod tests {
             weighted.per_second()
         );
 
-        let refused = |c: RpcConfig| format!("{:#}", c.validate().unwrap_err());
-        for (bad, says) in [
-            (
-                RpcConfig {
-                    senders: 0,
-                    ..cfg.clone()
-                },
-                "--senders 0",
-            ),
-            (
-                RpcConfig {
-                    senders: 17,
-                    ..cfg.clone()
-                },
-                "--senders 17",
-            ),
-            (
-                RpcConfig {
-                    load: 0.0,
-                    ..cfg.clone()
-                },
-                "--load 0",
-            ),
-            (
-                RpcConfig {
-                    load: 1.6,
-                    ..cfg.clone()
-                },
-                "--load 1.6",
-            ),
-            (
-                RpcConfig {
-                    duration: Duration::from_millis(999),
-                    ..cfg.clone()
-                },
-                "at least 1 s",
-            ),
-            (
-                RpcConfig {
-                    connections: 0,
-                    ..cfg.clone()
-                },
-                "--connections 0",
-            ),
-            (
-                RpcConfig {
-                    connections: 65,
-                    ..cfg.clone()
-                },
-                "--connections 65",
-            ),
-            (
-                RpcConfig {
-                    buffer_pkts: 1,
-                    ..cfg.clone()
-                },
-                "buffer of 1 packets",
-            ),
-        ] {
-            let said = refused(bad);
-            assert!(said.contains(says), "{says}: {said}");
-        }
+        crate::experiments::assert_each_refused(
+            vec![
+                (
+                    RpcConfig {
+                        senders: 0,
+                        ..cfg.clone()
+                    },
+                    "--senders 0",
+                ),
+                (
+                    RpcConfig {
+                        senders: 17,
+                        ..cfg.clone()
+                    },
+                    "--senders 17",
+                ),
+                (
+                    RpcConfig {
+                        load: 0.0,
+                        ..cfg.clone()
+                    },
+                    "--load 0",
+                ),
+                (
+                    RpcConfig {
+                        load: 1.6,
+                        ..cfg.clone()
+                    },
+                    "--load 1.6",
+                ),
+                (
+                    RpcConfig {
+                        duration: Duration::from_millis(999),
+                        ..cfg.clone()
+                    },
+                    "at least 1 s",
+                ),
+                (
+                    RpcConfig {
+                        connections: 0,
+                        ..cfg.clone()
+                    },
+                    "--connections 0",
+                ),
+                (
+                    RpcConfig {
+                        connections: 65,
+                        ..cfg.clone()
+                    },
+                    "--connections 65",
+                ),
+                (
+                    RpcConfig {
+                        buffer_pkts: 1,
+                        ..cfg.clone()
+                    },
+                    "buffer of 1 packets",
+                ),
+            ],
+            RpcConfig::validate,
+        );
     }
 }

@@ -752,73 +752,72 @@ mod tests {
         let ok = defaults(&["--quick"]);
         ok.validate().unwrap();
         defaults(&[]).validate().unwrap();
-        let refused = |c: XdctcpConfig| format!("{:#}", c.validate().unwrap_err());
         let long = Duration::from_secs(60);
-        for (bad, says) in [
-            (
-                XdctcpConfig {
-                    long_flows: 0,
-                    ..ok.clone()
-                },
-                "--flows 0 out of range",
-            ),
-            (
-                XdctcpConfig {
-                    long_flows: 65,
-                    ..ok.clone()
-                },
-                "--flows 65 out of range",
-            ),
-            (
-                XdctcpConfig {
-                    rounds: 0,
-                    ..ok.clone()
-                },
-                "--rounds 0 out of range",
-            ),
-            (
-                XdctcpConfig {
-                    rounds: 21,
-                    ..ok.clone()
-                },
-                "--rounds 21 out of range",
-            ),
-            (
-                XdctcpConfig {
-                    warmup: long,
-                    ..ok.clone()
-                },
-                "exceed the warmup",
-            ),
-            (
-                XdctcpConfig {
-                    sweep_duration: ok.warmup,
-                    ..ok.clone()
-                },
-                "exceed the warmup",
-            ),
-            (
-                XdctcpConfig {
-                    buffer_pkts: 1,
-                    ..ok.clone()
-                },
-                "buffer of 1 packets",
-            ),
-            (
-                XdctcpConfig {
-                    grid: vec![Setting {
-                        g: 0.06,
-                        ns: 1.5,
-                        nl: 1.0,
-                    }],
-                    ..ok.clone()
-                },
-                "ns",
-            ),
-        ] {
-            let said = refused(bad);
-            assert!(said.contains(says), "{says}: {said}");
-        }
+        crate::experiments::assert_each_refused(
+            vec![
+                (
+                    XdctcpConfig {
+                        long_flows: 0,
+                        ..ok.clone()
+                    },
+                    "--flows 0 out of range",
+                ),
+                (
+                    XdctcpConfig {
+                        long_flows: 65,
+                        ..ok.clone()
+                    },
+                    "--flows 65 out of range",
+                ),
+                (
+                    XdctcpConfig {
+                        rounds: 0,
+                        ..ok.clone()
+                    },
+                    "--rounds 0 out of range",
+                ),
+                (
+                    XdctcpConfig {
+                        rounds: 21,
+                        ..ok.clone()
+                    },
+                    "--rounds 21 out of range",
+                ),
+                (
+                    XdctcpConfig {
+                        warmup: long,
+                        ..ok.clone()
+                    },
+                    "exceed the warmup",
+                ),
+                (
+                    XdctcpConfig {
+                        sweep_duration: ok.warmup,
+                        ..ok.clone()
+                    },
+                    "exceed the warmup",
+                ),
+                (
+                    XdctcpConfig {
+                        buffer_pkts: 1,
+                        ..ok.clone()
+                    },
+                    "buffer of 1 packets",
+                ),
+                (
+                    XdctcpConfig {
+                        grid: vec![Setting {
+                            g: 0.06,
+                            ns: 1.5,
+                            nl: 1.0,
+                        }],
+                        ..ok.clone()
+                    },
+                    "ns",
+                ),
+            ],
+            XdctcpConfig::validate,
+        );
     }
 
     /// A run's plan: long and short flows on the same algorithm, the short
