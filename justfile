@@ -24,7 +24,8 @@ build:
 
 # Unit and integration tests on the running kernel (root), then the
 # stock-kernel VM tiers, each followed by a leak check; ends with how many
-# tests ran, passed, failed and were ignored in each tier. One release
+# tests ran, passed, failed and were ignored in each tier, and how long
+# each tier took (each VM test's time in target/test-vm*.times). One release
 # build (with overflow checks) serves every tier. A failing tier does not
 # stop the others: the run fails at the end, with every failure in its log
 test: _root
@@ -33,15 +34,20 @@ test: _root
     tools/clear-stale-registrations && just _leftover-baseline && tools/bpf-mutants --check || exit 1
     mkdir -p target
     r=0
+    t0=$(date +%s)
     cargo test --release --workspace --no-fail-fast 2>&1 | tee target/test-host.log || r=1
     tools/bpf-stack-check 2>&1 | tee -a target/test-host.log || r=1
     just check-leftovers || r=1
-    just vm-test 6.12 2>&1 | tee target/test-vm.log || r=1
-    just vm-test 6.1 2>&1 | tee target/test-vm61.log || r=1
+    t1=$(date +%s)
+    just vm-test 6.12 2>&1 | tools/test-times target/test-vm.times | tee target/test-vm.log || r=1
+    t2=$(date +%s)
+    just vm-test 6.1 2>&1 | tools/test-times target/test-vm61.times | tee target/test-vm61.log || r=1
     just check-leftovers || r=1
+    t3=$(date +%s)
     just _test-counts "host (this kernel)" target/test-host.log
     just _test-counts "stock-kernel VM, Debian 6.12" target/test-vm.log
     just _test-counts "stock-kernel VM, Debian 6.1" target/test-vm61.log
+    echo "just test took $((t3 - t0)) s: host $((t1 - t0)) s (with the build), Debian 6.12 $((t2 - t1)) s, Debian 6.1 $((t3 - t2)) s"
     if [ "$r" != 0 ]; then echo "just test: FAILED (the failures are above, and in target/test-*.log)" >&2; fi
     exit $r
 
@@ -130,7 +136,8 @@ bench *ARGS: _root
     netns-lab/vm/run-in-vm target/release/lab bench --baselines reno,cubic,dctcp --no-tracing --rounds 3 --mib 64 --switch-secs 0 --scale 1 --delay-rates 20M --delay-backends netem,element --delay-secs 5 --out bench/results/$(date -u +%Y%m%d-%H%M%S)-vm-6.12.json
 
 # 6.12 runs netns-lab/tests/vm.rs (the kernel backends red and fq_codel,
-# netem, the kernel's dctcp); 6.1 the loader's tests (struct_ops without
+# netem, the kernel's dctcp; not the call timer's nor xdctcp's run, which
+# 7.3 runs); 6.1 the loader's tests (struct_ops without
 # links: map mode; all but `loader top`'s screen test, whose drawing does
 # not depend on the kernel and whose maps the other top tests read there)
 # and the lab without tcx (vm.rs's before_tcx_* and
@@ -138,7 +145,7 @@ bench *ARGS: _root
 # with the kernel's dctcp).
 # Each ends with check-leftovers inside the VM (no baseline: a fresh boot).
 # 7.3 (Debian's newest 7.3 from trixie-backports, which setup.sh unpacks)
-# runs what 6.12 runs and the fault tests' strict branches (vm.rs strict_*:
+# runs every vm.rs test 6.12 runs or skips and the fault tests' strict branches (vm.rs strict_*:
 # no guard repair allowed, then tests/faults.rs's own judges); `just
 # test-slow` runs it, `just test` does not (its 30 minutes are spent).
 # Stock Debian kernels under QEMU (TCG): KERNEL all (6.12 and 6.1), 6.12, 6.1 or 7.3
@@ -147,55 +154,96 @@ vm-test KERNEL="all": _root
     set -euo pipefail
     case "{{KERNEL}}" in all|6.12|6.1|7.3) ;; *) echo "vm-test: KERNEL is all, 6.12, 6.1 or 7.3, not {{KERNEL}}" >&2; exit 2 ;; esac
     cargo build --release --workspace
+    # The test executables, built here and run in the VM as cargo would run
+    # them (from their package's folder): cargo itself, in the VM, spends
+    # half a minute under TCG only finding them fresh.
+    tests_of() { cargo test --release --no-run --message-format=json "$@" | grep -o '"executable":"[^"]*"' | cut -d'"' -f4; }
+    vm=$(tests_of -p netns-lab --test vm)
     if [ "{{KERNEL}}" = all ] || [ "{{KERNEL}}" = 6.12 ] || [ "{{KERNEL}}" = 7.3 ]; then
-        cargo test --release -p netns-lab --test vm --no-run
         # strict_*: the fault tests' strict branches (issue 37), 7.3 only:
-        # just test's 30 minutes have no room for them on 6.12.
-        strict=$([ "{{KERNEL}}" = 7.3 ] && echo "" || echo "--skip strict_")
-        VM_KERNEL=$([ "{{KERNEL}}" = 7.3 ] && echo 7.3 || echo 6.12) netns-lab/vm/run-in-vm sh -c "env DCTCP_BPF_VM=1 cargo test --release --offline -p netns-lab --test vm -- --include-ignored --test-threads=1 --nocapture --skip before_tcx_ --skip red_step_backend_holds_dctcp_at_k $strict; r=\$?; just check-leftovers /dev/null || r=1; exit \$r"
+        # just test's 30 minutes have no room for them on 6.12, nor for
+        # the call timer's and xdctcp's runs, which do not depend on the
+        # kernel's qdiscs, netem or dctcp (7.3 runs them).
+        skip=$([ "{{KERNEL}}" = 7.3 ] && echo "" || echo "--skip strict_ --skip the_call_timer_ --skip xdctcp_and_kdctcp_")
+        VM_KERNEL=$([ "{{KERNEL}}" = 7.3 ] && echo 7.3 || echo 6.12) netns-lab/vm/run-in-vm sh -c "cd netns-lab && env DCTCP_BPF_VM=1 $vm --include-ignored --test-threads=1 --nocapture --skip before_tcx_ --skip red_step_backend_holds_dctcp_at_k $skip; r=\$?; just check-leftovers /dev/null || r=1; exit \$r"
     fi
     if [ "{{KERNEL}}" = all ] || [ "{{KERNEL}}" = 6.1 ]; then
-        cargo test --release -p loader --no-run
-        cargo test --release -p netns-lab --test vm --no-run
-        VM_KERNEL=6.1 netns-lab/vm/run-in-vm sh -c 'r=0; cargo test --release --offline --no-fail-fast -p loader --tests -- --test-threads=1 --skip dashboard_shows_a_live_flow --skip prometheus_scrapes --skip serve_reads_its_own_flows --skip deploy_ || r=1; env DCTCP_BPF_VM=1 cargo test --release --offline -p netns-lab --test vm -- --include-ignored --test-threads=1 --nocapture red_step_backend_holds_dctcp_at_k before_tcx_ || r=1; just check-leftovers /dev/null || r=1; exit $r'
+        loader=$(tests_of -p loader --tests | tr '\n' ' ')
+        # Not in just test's 30 minutes: the loader tests that take the same
+        # path on any kernel (bad input, a trace's file and reader, a full
+        # ring, set's second path); FULL=1 (just test-slow) runs them too.
+        skip="--skip dashboard_shows_a_live_flow --skip prometheus_scrapes --skip serve_reads_its_own_flows --skip deploy_"
+        [ -n "${FULL:-}" ] || skip="$skip --skip trace_refuses_bad_input_clearly --skip trace_writes_one_sides --skip trace_ends_when_its_reader_goes_away --skip a_full_ring_counts --skip parameters_set_live_reach_new_flows"
+        VM_KERNEL=6.1 netns-lab/vm/run-in-vm sh -c "r=0; cd loader; for t in $loader; do echo \"     Running \$t\"; \$t --test-threads=1 $skip || r=1; done; cd ../netns-lab; env DCTCP_BPF_VM=1 $vm --include-ignored --test-threads=1 --nocapture red_step_backend_holds_dctcp_at_k before_tcx_ || r=1; just check-leftovers /dev/null || r=1; exit \$r"
     fi
 
-# cargo-mutants over the analysis and control code (about 40 min), then
-# instance.rs, attach_file.rs and preflight.rs against the lifecycle
-# tests: caught / missed / unviable per file in target/mutants-*/. Fails
-# when fewer than MIN percent (default 90) of the viable mutants are
-# caught; missed and timed-out ones count against it.
-# Mutation testing of the analysis and control code, with a gate
+# cargo-mutants over five scopes, each against the tests that reach it:
+# analysis (the lab's statistics, theory, schedule, fairness and units,
+# the loader's parameters, algorithms and model: unit tests), instance
+# (attach/detach and the attach file: the lifecycle tests), preflight (the
+# kernel probes in dctcp-utils: the loader's lifecycle tests), experiments
+# (the experiments' validation, plans and analysis, the trace's and the
+# faults' readings: unit tests) and switch (tc-qdisc's backends, faults'
+# settings, marker's record: unit tests). SCOPES picks some (default all
+# five; about 5 h on 2 CPUs, the instance and preflight scopes two of them).
+# Results per mutant in target/mutants-<scope>/mutants.out/. Fails when
+# fewer than MIN percent (default 90) of the viable mutants of the scopes
+# run are caught; missed and timed-out ones count against it.
+# Mutation testing with a gate: SCOPES="experiments switch" just mutants
 mutants *ARGS: _root
     #!/usr/bin/env bash
     set -uo pipefail
     min=${MIN:-90}
+    scopes=${SCOPES:-analysis instance preflight experiments switch}
     # A mutant of detach leaks map-mode registrations; none may outlive the run.
     trap tools/clear-stale-registrations EXIT
-    cargo mutants --no-shuffle --output target/mutants-analysis -p netns-lab -p loader \
-        -f netns-lab/src/stats.rs -f netns-lab/src/measure/theory.rs -f netns-lab/src/traffic/schedule.rs \
-        -f netns-lab/src/measure/fairness.rs -f netns-lab/src/units.rs -f loader/src/params.rs \
-        -f loader/src/algo.rs -f loader/src/model.rs {{ARGS}} -- --lib
-    cargo mutants --no-shuffle --output target/mutants-instance -p loader \
-        -f loader/src/instance.rs -f loader/src/attach_file.rs {{ARGS}} \
-        -- --lib --test lifecycle --test detach_all --test unit
-    # The experiments' validation, plan of a run and analysis: the
-    # functions the unit tests reach (their loops, plots and summaries only
-    # the lab's minutes-long runs do). coexist, convergence and variants are
-    # not in it yet.
-    fns='validate|scenario|bottleneck|measure|finding|clip|burst_limit|window_cap|window_cap_pkts|onset|share|grid|search_k_min|boundary|ratio|of|k_opt|default_rwnd_clamp_pkts|excerpt_span_s|per_second|steps|pct|settings|parse_variant|marks|is_dctcp|label|defaults'
-    name="([A-Za-z]+(<[^>]*>)?::)?($fns)"
-    cargo mutants --no-shuffle --output target/mutants-experiments -p netns-lab \
-        -f netns-lab/src/experiments/mod.rs -f netns-lab/src/experiments/incast.rs \
-        -f netns-lab/src/experiments/ksweep.rs -f netns-lab/src/experiments/queue.rs \
-        -f netns-lab/src/experiments/rpc.rs -f netns-lab/src/experiments/sawtooth.rs \
-        -f netns-lab/src/experiments/xdctcp.rs --re "(replace $name ->| in $name\$)" {{ARGS}} -- --lib
+    # Functions by name (cargo-mutants' --re): `replace NAME ->` and `... in NAME`.
+    named() { echo "(replace ([A-Za-z]+(<[^>]*>)?::)?($1) ->| in ([A-Za-z]+(<[^>]*>)?::)?($1)\$)"; }
+    for scope in $scopes; do
+        out=(--no-shuffle --output target/mutants-$scope)
+        case $scope in
+        analysis)
+            cargo mutants "${out[@]}" -p netns-lab -p loader \
+                -f netns-lab/src/stats.rs -f netns-lab/src/measure/theory.rs -f netns-lab/src/traffic/schedule.rs \
+                -f netns-lab/src/measure/fairness.rs -f netns-lab/src/units.rs -f loader/src/params.rs \
+                -f loader/src/algo.rs -f loader/src/model.rs {{ARGS}} -- --lib ;;
+        instance)
+            cargo mutants "${out[@]}" -p loader -f loader/src/instance.rs -f loader/src/attach_file.rs {{ARGS}} \
+                -- --lib --test lifecycle --test detach_all --test unit ;;
+        preflight)
+            cargo mutants "${out[@]}" -p dctcp-utils -f dctcp-utils/src/preflight.rs --test-package loader {{ARGS}} \
+                -- --lib --test lifecycle --test detach_all ;;
+        experiments)
+            # The functions unit tests reach (loops, plots and summaries
+            # only the lab's minutes-long runs do).
+            fns='validate|scenario|bottleneck|measure|finding|clip|burst_limit|window_cap|window_cap_pkts|onset|share|grid'
+            fns="$fns|search_k_min|boundary|ratio|of|k_opt|default_rwnd_clamp_pkts|excerpt_span_s|per_second|steps|pct"
+            fns="$fns|settings|parse_variant|marks|is_dctcp|label|defaults|plan|bytes|reno|dctcp_slope|bdp_bytes|table_i"
+            fns="$fns|distinct_m|m_label|equal_share_prob_ratio|slope_best|smooth_intervals|round_trip|time|time_or_length"
+            fns="$fns|changes|median_convergence|mean_cov|unconverged|flow_rates|queue|drops|settle_time|flow_points"
+            fns="$fns|cwnd_points|alpha_points|add|window_fraction|second_half|sender_events|ce_echo|is_none|data|acks"
+            fns="$fns|reorder_hold|describe"
+            files=()
+            for f in mod incast ksweep queue rpc sawtooth xdctcp coexist convergence variants; do
+                files+=(-f netns-lab/src/experiments/$f.rs)
+            done
+            cargo mutants "${out[@]}" -p netns-lab "${files[@]}" -f netns-lab/src/measure/cctrace.rs \
+                -f netns-lab/src/measure/fault_effects.rs -f netns-lab/src/net/link_faults.rs \
+                --re "$(named "$fns")" {{ARGS}} -- --lib ;;
+        switch)
+            fns='name|marks|at|from_str|fmt|red_step|kernel_qdisc|runs_on|validate|child_qdisc|marker_config|step|wlog'
+            fns="$fns|effective_weight|to_bpf|is_none|threshold|from|over_time|departed_between|kernel_suffices|burst_bytes"
+            cargo mutants "${out[@]}" -p tc-qdisc -f tc-qdisc/src/backend.rs -f tc-qdisc/src/faults.rs \
+                -f tc-qdisc/src/marker.rs -f tc-qdisc/src/bottleneck.rs --re "$(named "$fns")" {{ARGS}} -- --lib ;;
+        *) echo "just mutants: no scope $scope (analysis, instance, preflight, experiments, switch)" >&2; exit 2 ;;
+        esac
+    done
     # cargo-mutants exits non-zero whenever a mutant is missed: the score decides.
     caught=0 missed=0
-    for d in target/mutants-analysis target/mutants-instance target/mutants-experiments; do
-        o=$d/mutants.out
+    for scope in $scopes; do
+        o=target/mutants-$scope/mutants.out
         c=$(wc -l < $o/caught.txt) m=$(wc -l < $o/missed.txt) t=$(wc -l < $o/timeout.txt) u=$(wc -l < $o/unviable.txt)
-        echo "$d: $c caught, $m missed, $t timeouts, $u unviable"
+        echo "$scope: $c caught, $m missed, $t timeouts, $u unviable"
         caught=$((caught + c)) missed=$((missed + m + t))
     done
     total=$((caught + missed))
@@ -203,18 +251,20 @@ mutants *ARGS: _root
     echo "just mutants: $caught of $total viable mutants caught ($((100 * caught / total)) %; the gate is $min %)"
     [ $((100 * caught)) -ge $((min * total)) ] || { echo "just mutants: below $min %: the missed ones are in target/mutants-*/mutants.out/missed.txt" >&2; exit 1; }
 
-# The slow tier, which CI does not run (about an hour and a half): the
-# headline findings on long runs (netns-lab/tests/findings.rs), the VM tier
-# on Debian's 7.3, `just mutants` (the share of caught mutants against its
-# gate) and `just mutants-bpf` (no survivor), each run whatever the others
-# give; docs/testing.md reports its last result with its date.
-# The slow tier: the findings on long runs, Debian 7.3, both mutation gates
+# The slow tier, which CI does not run (about 7 hours on 2 CPUs, 5 of them
+# `just mutants`): the headline findings on long runs
+# (netns-lab/tests/findings.rs), the VM tier on Debian's 7.3, every loader
+# test on Debian's 6.1, `just mutants` (the share of caught mutants
+# against its gate) and `just mutants-bpf` (no survivor), each run whatever
+# the others give; docs/testing.md reports its last result with its date.
+# The slow tier: the findings on long runs, Debian 7.3, all of 6.1, both mutation gates
 test-slow: _root build
     #!/usr/bin/env bash
     set -uo pipefail
     r=0
     cargo test --release -p netns-lab --test findings -- --ignored --nocapture --test-threads 1 || r=1
     just vm-test 7.3 || r=1
+    FULL=1 just vm-test 6.1 || r=1
     just mutants || r=1
     just mutants-bpf || r=1
     [ "$r" = 0 ] && echo "just test-slow: passed" || echo "just test-slow: FAILED (above)" >&2

@@ -1395,6 +1395,98 @@ mod tests {
         }
     }
 
+    /// Two DCTCP senders and one Reno: each figure of the run from the
+    /// outcome, ECN-capable packets counted per class by sender address and
+    /// port together (a Reno port from a DCTCP sender's address is neither).
+    #[test]
+    fn a_run_splits_its_flows_by_sender_and_reads_the_marker_per_class() {
+        let c = cfg(true);
+        let plan = Plan {
+            part: Part::Step,
+            m: 0.25,
+            x: 2.0,
+            dctcp_flows: 2,
+            reno_flows: 1,
+            bottleneck: Bottleneck::step(c.rate_bps, c.buffer_pkts, 5),
+        };
+        let flow = |sender, sport| crate::traffic::bulk::FlowResult {
+            sender,
+            sport,
+            ..Default::default()
+        };
+        let rx = |sender, sport, ect_pkts| tc_qdisc::RxFlow {
+            src: sender_addr(sender),
+            sport,
+            dst: crate::net::topology::RECEIVER_ADDR,
+            dport: 5001,
+            pkts: ect_pkts,
+            data_bytes: 0,
+            ce_pkts: 0,
+            ce_bytes: 0,
+            ect_pkts,
+        };
+        let mut o = Outcome {
+            flows: vec![flow(0, 1000), flow(1, 1001), flow(2, 1002)],
+            goodput_bps: vec![4e6, 2e6, 6e6],
+            rx: vec![
+                rx(0, 1000, 500),
+                rx(1, 1001, 300),
+                rx(2, 1002, 7),
+                rx(0, 1002, 40),
+                rx(2, 1000, 60),
+            ],
+            utilization: 0.9,
+            queue_over_time: Some(crate::stats::Summary {
+                mean: 10.0,
+                ..Default::default()
+            }),
+            guard_repairs: (1, 2, 3),
+            ..Default::default()
+        };
+        o.queue.mean = 99.0;
+        o.marker.ect.marked = 11;
+        o.marker.not_ect.dropped = 12;
+        o.marker.ect.dropped = 13;
+        o.marker.not_ect.marked = 14;
+        o.marker.taildrop = 15;
+        let r = CoRun::of(&c, &plan, &o);
+        assert_eq!(
+            (r.dctcp_bps.clone(), r.reno_bps.clone()),
+            (vec![4e6, 2e6], vec![6e6])
+        );
+        assert_eq!(r.ratio, Some(2.0));
+        assert!((r.jain - 144.0 / 168.0).abs() < 1e-12, "{}", r.jain);
+        assert_eq!((r.queue_pkts, r.utilization), (10.0, 0.9));
+        assert!((r.queue_bdp - 10.0 * f64::from(PKT_BYTES) / 31_250.0).abs() < 1e-12);
+        assert_eq!((r.dctcp_ect_pkts, r.reno_ect_pkts), (800, 7));
+        assert_eq!(
+            (
+                r.ect_marked,
+                r.not_ect_dropped,
+                r.ect_dropped,
+                r.not_ect_marked,
+                r.taildrops
+            ),
+            (11, 12, 13, 14, 15)
+        );
+        assert_eq!(
+            (r.part, r.m, r.x, r.dctcp_flows, r.reno_flows),
+            (Part::Step, 0.25, 2.0, 2, 1)
+        );
+        assert_eq!(r.guard_repairs, (1, 2, 3));
+        // Without the queue over time, the per-arrival mean; the two-Reno
+        // baseline has no ratio.
+        o.queue_over_time = None;
+        let base = Plan {
+            dctcp_flows: 0,
+            reno_flows: 3,
+            ..plan
+        };
+        let r = CoRun::of(&c, &base, &o);
+        assert_eq!((r.ratio, r.queue_pkts, r.dctcp_bps.len()), (None, 99.0, 0));
+        assert_eq!((r.dctcp_ect_pkts, r.reno_ect_pkts), (0, 807));
+    }
+
     #[test]
     fn table_i_takes_the_fairest_k_and_the_crossing() {
         let mut runs = vec![

@@ -938,6 +938,9 @@ crate::experiments::register!("convergence", ConvergenceArgs => ConvergenceConfi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::delay::FlowRtt;
+    use crate::traffic::bulk::FlowResult;
+    use tc_qdisc::intf::queue_sample;
 
     fn args() -> ConvergenceArgs {
         ConvergenceArgs {
@@ -979,6 +982,161 @@ mod tests {
         .config();
         quick.validate().unwrap();
         assert_eq!(quick.schedule.end(), Duration::from_secs(25));
+    }
+
+    /// Two flows through a made-up run of 9 s in 100 ms intervals: sender
+    /// 0 alone, sender 1 from 3 s to 6 s. After the join both are off the
+    /// fair share for 0.5 s, after the leave sender 0 for 0.3 s (or never);
+    /// the queue is 10, 30 and 5 packets in the three phases; the switch
+    /// drops three data packets and a reset in the second, one in the third.
+    fn made_up_run(leave_settles: bool) -> (ConvergenceConfig, RunData) {
+        let cfg = ConvergenceArgs {
+            schedule: Some(Schedule::parse("0-9,3-6").unwrap()),
+            senders: Some(2),
+            rates: Some(vec![100_000_000]),
+            ..args()
+        }
+        .config();
+        cfg.validate().unwrap();
+        let link = goodput_bps(100_000_000);
+        let (dt, n) = (0.1, 90);
+        let ends: Vec<f64> = (1..=n).map(|j| j as f64 * dt).collect();
+        // Each flow's share of the link in the interval that begins at t.
+        let share = |sender: usize, t: f64| -> f64 {
+            match (sender, t) {
+                (0, t) if t < 2.95 => 1.0,
+                (1, t) if t < 2.95 => 0.0,
+                (0, t) if t < 3.45 => 0.8,
+                (1, t) if t < 3.45 => 0.2,
+                (_, t) if t < 5.95 => 0.5,
+                (1, _) => 0.0,
+                (0, t) if t < 6.25 || !leave_settles => 0.5,
+                _ => 1.0,
+            }
+        };
+        let mut data = RunData::default();
+        for (sender, first, last) in [(0, 0.01, 9.0), (1, 3.02, 6.05)] {
+            let series = (0..n)
+                .map(|j| (share(sender, j as f64 * dt) * link * dt / 8.0).round() as u64)
+                .collect();
+            data.outcome.flows.push(FlowResult {
+                sender,
+                series,
+                series_end_s: ends.clone(),
+                first_byte_s: Some(first),
+                last_byte_s: Some(last),
+                ..Default::default()
+            });
+            data.outcome.rtt.flows.push(FlowRtt {
+                sender,
+                configured_us: None,
+                min_rtt_us: 100 + sender as u32,
+            });
+        }
+        data.outcome.drops = 7;
+        // The switch's clock starts at the end of the first interval.
+        data.queue_steps = vec![(10, 2.9), (30, 3.0), (5, 3.0)];
+        data.window_start_ns = 1_000_000_000;
+        let at = |t: f64, action: u8, len: u32| queue_sample {
+            ts_ns: 1_000_000_000 + ((t - 0.1) * 1e9) as u64,
+            action,
+            len,
+            ..Default::default()
+        };
+        data.samples = vec![
+            at(1.0, 1, 1514),
+            at(3.5, 2, 1514),
+            at(4.0, 3, 1514),
+            at(4.5, 2, 1514),
+            at(5.0, 2, 54),
+            at(7.0, 2, 1514),
+        ];
+        (cfg, data)
+    }
+
+    #[test]
+    fn measure_reads_each_phase_from_the_flows_and_the_switch() {
+        let (cfg, data) = made_up_run(true);
+        let v = &cfg.variants[0];
+        let r = measure(&cfg, v, 100_000_000, &cfg.schedule.phases(), &data);
+        assert_eq!((r.variant.clone(), r.is_dctcp), (v.label(), v.is_dctcp()));
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        let p = &r.phases;
+        assert_eq!(p.len(), 3);
+        assert_eq!(p.iter().map(|p| p.flows).collect::<Vec<_>>(), [1, 2, 1]);
+        assert_eq!((p[1].start_s, p[1].end_s), (3.0, 6.0));
+        // Settled 0.5 s after the join; on 1 s means, from the window that
+        // takes in one unsettled interval (0.8 and 0.2 with nine at 0.5).
+        assert!(close(p[1].convergence_s.unwrap(), 0.5), "{:?}", p[1]);
+        assert!(close(p[1].smoothed_s.unwrap(), 0.4), "{:?}", p[1]);
+        assert!(close(p[2].convergence_s.unwrap(), 0.3), "{:?}", p[2]);
+        assert!(close(p[1].jain, 1.0) && close(p[1].cov, 0.0), "{:?}", p[1]);
+        for ph in p {
+            assert!(close(ph.goodput_share, 1.0), "{ph:?}");
+        }
+        let queues: Vec<f64> = p.iter().map(|p| p.queue_mean).collect();
+        assert!(
+            close(queues[0], 10.0) && close(queues[1], 30.0) && close(queues[2], 5.0),
+            "{queues:?}"
+        );
+        // A mark is no drop, nor is a reset's 54 bytes.
+        assert_eq!(p.iter().map(|p| p.drops).collect::<Vec<_>>(), [0, 3, 1]);
+        assert_eq!((r.drops, r.all_drops), (4, 7));
+        assert!(close(r.start_lag_s[0].unwrap(), 0.01) && close(r.start_lag_s[1].unwrap(), 0.02));
+        assert_eq!(r.stop_lag_s[0], None);
+        assert!(close(r.stop_lag_s[1].unwrap(), 0.05));
+        // Only a flow that started with the run tells the path's RTT.
+        assert_eq!(r.rtt.flows.len(), 1);
+        assert_eq!(r.rtt.flows[0].sender, 0);
+        assert_eq!(r.rates_mbps.len(), 2);
+        // To the byte a series counts in 100 ms: 80 bit/s.
+        let mbps = |a: f64, b: f64| (a - b).abs() < 1e-4;
+        assert!(mbps(r.rates_mbps[0][0], goodput_bps(100_000_000) / 1e6));
+        assert!(mbps(r.rates_mbps[1][40], goodput_bps(100_000_000) / 2e6));
+        assert_eq!(r.ends_s.len(), 90);
+        // Over the changes: 0.5 and 0.3.
+        assert_eq!(r.changes().count(), 2);
+        assert!(close(r.median_convergence(false).unwrap(), 0.3));
+        assert_eq!(r.unconverged(false), 0);
+        assert!(close(r.mean_cov(), 0.0));
+
+        // Sender 0 never takes the link back: that change counts as its
+        // phase's 3 s, and the median is the join's 0.5 s.
+        let (cfg, data) = made_up_run(false);
+        let r = measure(&cfg, v, 100_000_000, &cfg.schedule.phases(), &data);
+        assert_eq!(
+            (r.phases[2].convergence_s, r.phases[2].smoothed_s),
+            (None, None)
+        );
+        assert!(close(r.phases[2].time_or_length(false), 3.0));
+        assert!(close(r.phases[2].time_or_length(true), 3.0));
+        assert!(close(r.phases[1].time_or_length(true), 0.4));
+        assert_eq!((r.unconverged(false), r.unconverged(true)), (1, 1));
+        assert!(close(r.median_convergence(false).unwrap(), 0.5));
+        assert!(close(r.median_convergence(true).unwrap(), 0.4));
+        assert!(close(r.phases[2].goodput_share, 0.5));
+    }
+
+    #[test]
+    fn mean_cov_takes_only_phases_of_two_or_more_flows() {
+        let (cfg, data) = made_up_run(true);
+        let mut r = measure(
+            &cfg,
+            &cfg.variants[0],
+            100_000_000,
+            &cfg.schedule.phases(),
+            &data,
+        );
+        r.phases[0].cov = 9.0;
+        r.phases[1].cov = 0.2;
+        r.phases[2].cov = 7.0;
+        assert!((r.mean_cov() - 0.2).abs() < 1e-12);
+        assert!(ConvRun {
+            phases: vec![],
+            ..r
+        }
+        .median_convergence(false)
+        .is_none());
     }
 
     #[test]

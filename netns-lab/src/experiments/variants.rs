@@ -238,15 +238,15 @@ impl VariantRun {
     }
 }
 
-fn scenario(cfg: &VariantsConfig, label: &str, cc: &LabCc) -> Scenario {
+fn scenario(cfg: &VariantsConfig, label: &str, cc: &str) -> Scenario {
     Scenario {
-        trace_algorithm: Some(cc.name.clone()),
+        trace_algorithm: Some(cc.to_string()),
         round_trip: cfg.rtt.or(Some(datacenter_rtt(cfg.rate_bps))),
         ..Scenario::long_flows(
             label,
             Bottleneck::step(cfg.rate_bps, cfg.buffer_pkts, cfg.k),
             cfg.flows,
-            &cc.name,
+            cc,
             cfg.duration,
             cfg.warmup,
         )
@@ -275,7 +275,7 @@ fn run(cfg: &VariantsConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result
     for round in 1..=cfg.rounds {
         for (i, (c, cc)) in CONTENDERS.iter().zip(&attached).enumerate() {
             let n = (round - 1) * CONTENDERS.len() + i + 1;
-            let scn = scenario(cfg, c.label, cc);
+            let scn = scenario(cfg, c.label, &cc.name);
             let run = run_scenario(
                 &scn,
                 Some(cc),
@@ -584,6 +584,7 @@ crate::experiments::register!("variants", VariantsArgs => VariantsConfig);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::cctrace::{FlowCheck, TraceCheck};
 
     #[test]
     fn settling_is_found_after_an_overshoot_and_not_in_a_flow_that_never_settles() {
@@ -615,6 +616,182 @@ mod tests {
             .collect();
         assert_eq!(settle_time(&swinging), None);
         assert_eq!(settle_time(&[]), None);
+    }
+
+    /// One sender's traced stream: an ACK every ms for 3 s at cwnd 200 for
+    /// `overshoot_ms`, then 20; a window every 10 ms with alpha 1 for the
+    /// same time, then 1/16 (none at all without `windows`).
+    fn stream(sport: u16, overshoot_ms: u64, windows: bool) -> Vec<dctcp_event> {
+        let mut v = Vec::new();
+        for ms in 0..3000u64 {
+            let before = ms < overshoot_ms;
+            let mut e = dctcp_event {
+                ts_ns: 5_000_000_000 + ms * 1_000_000,
+                cwnd: if before { 200 } else { 20 },
+                alpha: if before { 1 << 20 } else { 1 << 16 },
+                ..Default::default()
+            };
+            e.flow.sport = sport;
+            e.flow.dport = 5001;
+            e.type_ = EV_ACK as u8;
+            v.push(e);
+            if windows && ms % 10 == 0 {
+                e.type_ = EV_WINDOW as u8;
+                v.push(e);
+            }
+        }
+        v
+    }
+
+    fn cwr(sport: u16, state: u8) -> dctcp_event {
+        let mut e = dctcp_event {
+            value: state,
+            ..Default::default()
+        };
+        e.type_ = EV_STATE as u8;
+        e.flow.sport = sport;
+        e.flow.dport = 5001;
+        e
+    }
+
+    /// Two flows: the figures a run's line holds come from its outcome and
+    /// its trace, each flow read from its own events only.
+    #[test]
+    fn a_run_is_read_from_its_outcome_and_each_flows_own_events() {
+        let flow = |sender, sport| FlowResult {
+            sender,
+            sport,
+            dport: 5001,
+            ..Default::default()
+        };
+        let mut o = Outcome {
+            flows: vec![flow(0, 1001), flow(1, 1002)],
+            goodput_bps: vec![30e6, 10e6],
+            utilization: 0.97,
+            drops: 3,
+            guard_repairs: (1, 2, 3),
+            ..Default::default()
+        };
+        o.trace_check = Some(TraceCheck {
+            flows: [0.1, 0.3]
+                .map(|a| FlowCheck {
+                    alpha_late_mean: a,
+                    ..Default::default()
+                })
+                .into(),
+            ..Default::default()
+        });
+        let mut events = stream(1001, 300, true);
+        events.extend(stream(1002, 500, true));
+        // Three CWR entries of one flow, one of the other; a recovery (3)
+        // and a flow not of this run are no CWR of it.
+        events.extend([
+            cwr(1001, 2),
+            cwr(1001, 2),
+            cwr(1001, 2),
+            cwr(1002, 2),
+            cwr(1002, 3),
+            cwr(7777, 2),
+        ]);
+        let trace = CcTrace {
+            events,
+            counts: Default::default(),
+        };
+        let r = VariantRun::of("dctcp", 1, &o, &trace, 2.0);
+        assert_eq!((r.label.as_str(), r.round, r.drops), ("dctcp", 1, 3));
+        assert_eq!(r.guard_repairs, (1, 2, 3));
+        assert_eq!(r.goodput_mbps, vec![30.0, 10.0]);
+        assert!((r.jain - 0.8).abs() < 1e-12, "{}", r.jain);
+        assert!((r.alpha_late - 0.2).abs() < 1e-12, "{}", r.alpha_late);
+        // 4 CWR entries over 2 flows and 2 s.
+        assert_eq!(r.cwr_per_s, 1.0);
+        // cwnd settles at 0.30 s and 0.50 s: 400 ms on average; alpha with it.
+        let settle = r.settle_ms.unwrap();
+        assert!((400.0..=420.0).contains(&settle), "{settle}");
+        let alpha = r.alpha_settle_ms.unwrap();
+        assert!((400.0..=420.0).contains(&alpha), "{alpha}");
+        assert!((r.utilization - 0.97).abs() < 1e-12);
+
+        // A flow whose windows were never traced has no alpha settling, and
+        // the run none either; without a trace check alpha_late is 0.
+        let mut events = stream(1001, 300, true);
+        events.extend(stream(1002, 500, false));
+        o.trace_check = None;
+        let trace = CcTrace {
+            events,
+            counts: Default::default(),
+        };
+        let r = VariantRun::of("dctcp", 0, &o, &trace, 2.0);
+        assert_eq!(r.alpha_settle_ms, None);
+        assert!(r.settle_ms.is_some());
+        assert_eq!((r.alpha_late, r.cwr_per_s), (0.0, 0.0));
+    }
+
+    #[test]
+    fn points_start_at_a_flows_first_event_and_keep_its_kind() {
+        let mut events = stream(1002, 0, true);
+        events.extend(stream(1001, 100, true));
+        let trace = CcTrace {
+            events,
+            counts: Default::default(),
+        };
+        let f = FlowResult {
+            sport: 1001,
+            dport: 5001,
+            ..Default::default()
+        };
+        let cwnd = cwnd_points(&trace, &f);
+        assert_eq!(cwnd.len(), 3000);
+        assert_eq!((cwnd[0], cwnd[150]), ((0.0, 200.0), (0.15, 20.0)));
+        let alpha = alpha_points(&trace, &f);
+        assert_eq!(alpha.len(), 300);
+        assert_eq!((alpha[0], alpha[20]), ((0.0, 1.0), (0.2, 1.0 / 16.0)));
+        let none = FlowResult {
+            sport: 9,
+            ..Default::default()
+        };
+        assert!(cwnd_points(&trace, &none).is_empty());
+    }
+
+    #[test]
+    fn bad_settings_are_refused_by_name() {
+        let args = |a: &[&str]| {
+            use clap::Parser;
+            #[derive(clap::Parser)]
+            struct Cli {
+                #[command(flatten)]
+                v: VariantsArgs,
+            }
+            let mut argv = vec!["variants", "--quick"];
+            argv.extend(a);
+            Cli::parse_from(argv).v.config()
+        };
+        args(&[]).validate().unwrap();
+        let refused = |a: &[&str], what: &str| {
+            let e = format!("{:#}", args(a).validate().unwrap_err());
+            assert!(e.contains(what), "{a:?}: {e}");
+        };
+        refused(&["--flows", "0"], "--flows");
+        refused(&["--flows", "17"], "--flows");
+        refused(&["--rounds", "0"], "--rounds");
+        refused(&["--rounds", "21"], "--rounds");
+        refused(&["--duration", "1.5"], "--duration");
+        refused(&["--k", "0"], "K");
+        let cfg = args(&["--duration", "2"]);
+        assert_eq!(
+            (cfg.duration, cfg.warmup, cfg.rounds),
+            (Duration::from_secs(2), Duration::from_secs(1), 1)
+        );
+        let full = {
+            let mut c = args(&[]);
+            c.validate().unwrap();
+            c.rounds = 2;
+            c
+        };
+        let sc = scenario(&full, "x", "cubic");
+        assert_eq!(sc.trace_algorithm.as_deref(), Some("cubic"));
+        assert_eq!(sc.flows.len(), full.flows);
+        assert!(sc.round_trip.is_some());
     }
 
     #[test]

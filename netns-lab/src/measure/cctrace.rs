@@ -53,7 +53,7 @@ pub struct CcTrace {
 }
 
 /// One sender's stream beside the receiver's count of the same flow.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct FlowCheck {
     pub sender: usize,
     pub sport: u16,
@@ -233,7 +233,7 @@ impl LossReactions {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct TraceCheck {
     pub counts: Counts,
     pub flows: Vec<FlowCheck>,

@@ -128,3 +128,30 @@ pub fn summary_section(args: &FaultArgs, outcomes: &[Outcome]) -> String {
     );
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::cctrace::TraceCheck;
+
+    /// Sums over flows, then divides: a flow with few packets weighs little.
+    #[test]
+    fn ce_echo_is_the_share_over_every_traced_flow() {
+        let flow = |delivered, echoed, rx, ce| FlowCheck {
+            sender_delivered: delivered,
+            sender_delivered_ce: echoed,
+            receiver_pkts: rx,
+            receiver_ce_pkts: ce,
+            ..Default::default()
+        };
+        let mut o = Outcome::default();
+        assert_eq!(ce_echo(&o), None);
+        o.trace_check = Some(TraceCheck {
+            flows: vec![flow(900, 90, 1000, 120), flow(100, 30, 100, 0)],
+            ..Default::default()
+        });
+        assert_eq!(ce_echo(&o), Some((0.12, 120.0 / 1100.0)));
+        o.trace_check = Some(TraceCheck::default());
+        assert_eq!(ce_echo(&o), Some((0.0, 0.0)));
+    }
+}
