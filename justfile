@@ -157,7 +157,8 @@ vm-test KERNEL="all": _root
     # The test executables, built here and run in the VM as cargo would run
     # them (from their package's folder): cargo itself, in the VM, spends
     # half a minute under TCG only finding them fresh.
-    tests_of() { cargo test --release --no-run --message-format=json "$@" | grep -o '"executable":"[^"]*"' | cut -d'"' -f4; }
+    # (Test targets only, under deps/: cargo also lists the binaries the tests run.)
+    tests_of() { cargo test --release --no-run --message-format=json "$@" | grep -o '"executable":"[^"]*/deps/[^"]*"' | cut -d'"' -f4; }
     vm=$(tests_of -p netns-lab --test vm)
     if [ "{{KERNEL}}" = all ] || [ "{{KERNEL}}" = 6.12 ] || [ "{{KERNEL}}" = 7.3 ]; then
         # strict_*: the fault tests' strict branches (issue 37), 7.3 only:
