@@ -186,7 +186,7 @@ vm-test KERNEL="all": _root
 # (the experiments' validation, plans and analysis, the trace's and the
 # faults' readings: unit tests) and switch (tc-qdisc's backends, faults'
 # settings, marker's record: unit tests). SCOPES picks some (default all
-# five; about 5 h on 2 CPUs, the instance and preflight scopes two of them).
+# five; about 3.5 h on 2 CPUs, the instance and preflight scopes 2.3 of them).
 # Results per mutant in target/mutants-<scope>/mutants.out/. Fails when
 # fewer than MIN percent (default 90) of the viable mutants of the scopes
 # run are caught; missed and timed-out ones count against it.
@@ -198,6 +198,8 @@ mutants *ARGS: _root
     scopes=${SCOPES:-analysis instance preflight experiments switch}
     # A mutant of detach leaks map-mode registrations; none may outlive the run.
     trap tools/clear-stale-registrations EXIT
+    # -C: the targets to build and run, both (after `--` cargo-mutants would
+    # still build every test target for each mutant, 15-20 s of linking).
     # Functions by name (cargo-mutants' --re): `replace NAME ->` and `... in NAME`.
     named() { echo "(replace ([A-Za-z]+(<[^>]*>)?::)?($1) ->| in ([A-Za-z]+(<[^>]*>)?::)?($1)\$)"; }
     for scope in $scopes; do
@@ -207,13 +209,13 @@ mutants *ARGS: _root
             cargo mutants "${out[@]}" -p netns-lab -p loader \
                 -f netns-lab/src/stats.rs -f netns-lab/src/measure/theory.rs -f netns-lab/src/traffic/schedule.rs \
                 -f netns-lab/src/measure/fairness.rs -f netns-lab/src/units.rs -f loader/src/params.rs \
-                -f loader/src/algo.rs -f loader/src/model.rs {{ARGS}} -- --lib ;;
+                -f loader/src/algo.rs -f loader/src/model.rs {{ARGS}} -C --lib ;;
         instance)
             cargo mutants "${out[@]}" -p loader -f loader/src/instance.rs -f loader/src/attach_file.rs {{ARGS}} \
-                -- --lib --test lifecycle --test detach_all --test unit ;;
+                -C --lib -C --test=lifecycle -C --test=detach_all -C --test=unit ;;
         preflight)
             cargo mutants "${out[@]}" -p dctcp-utils -f dctcp-utils/src/preflight.rs --test-package loader {{ARGS}} \
-                -- --lib --test lifecycle --test detach_all ;;
+                -C --lib -C --test=lifecycle -C --test=detach_all ;;
         experiments)
             # The functions unit tests reach (loops, plots and summaries
             # only the lab's minutes-long runs do).
@@ -230,12 +232,12 @@ mutants *ARGS: _root
             done
             cargo mutants "${out[@]}" -p netns-lab "${files[@]}" -f netns-lab/src/measure/cctrace.rs \
                 -f netns-lab/src/measure/fault_effects.rs -f netns-lab/src/net/link_faults.rs \
-                --re "$(named "$fns")" {{ARGS}} -- --lib ;;
+                --re "$(named "$fns")" {{ARGS}} -C --lib ;;
         switch)
             fns='name|marks|at|from_str|fmt|red_step|kernel_qdisc|runs_on|validate|child_qdisc|marker_config|step|wlog'
             fns="$fns|effective_weight|to_bpf|is_none|threshold|from|over_time|departed_between|kernel_suffices|burst_bytes"
             cargo mutants "${out[@]}" -p tc-qdisc -f tc-qdisc/src/backend.rs -f tc-qdisc/src/faults.rs \
-                -f tc-qdisc/src/marker.rs -f tc-qdisc/src/bottleneck.rs --re "$(named "$fns")" {{ARGS}} -- --lib ;;
+                -f tc-qdisc/src/marker.rs -f tc-qdisc/src/bottleneck.rs --re "$(named "$fns")" {{ARGS}} -C --lib ;;
         *) echo "just mutants: no scope $scope (analysis, instance, preflight, experiments, switch)" >&2; exit 2 ;;
         esac
     done
@@ -252,7 +254,7 @@ mutants *ARGS: _root
     echo "just mutants: $caught of $total viable mutants caught ($((100 * caught / total)) %; the gate is $min %)"
     [ $((100 * caught)) -ge $((min * total)) ] || { echo "just mutants: below $min %: the missed ones are in target/mutants-*/mutants.out/missed.txt" >&2; exit 1; }
 
-# The slow tier, which CI does not run (about 7 hours on 2 CPUs, 5 of them
+# The slow tier, which CI does not run (about 5 hours on 2 CPUs, 3.5 of them
 # `just mutants`): the headline findings on long runs
 # (netns-lab/tests/findings.rs), the VM tier on Debian's 7.3, every loader
 # test on Debian's 6.1, `just mutants` (the share of caught mutants

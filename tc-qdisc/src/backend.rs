@@ -440,6 +440,18 @@ mod tests {
             }
         );
         assert_eq!(Marking::BpfStep.at(9, 1), Backend::BpfStep { k: 9 });
+        // RED from K to 3K.
+        assert!(matches!(
+            Marking::BpfRed.at(20, 100_000_000),
+            Backend::BpfRed {
+                min: 20,
+                max: 60,
+                ..
+            }
+        ));
+        assert_eq!(Marking::Red.at(20, 1).kernel_qdisc(), Some("red"));
+        assert_eq!(Marking::FqCodel.at(20, 1).kernel_qdisc(), Some("fq_codel"));
+        assert_eq!(Marking::BpfRed.at(20, 1).kernel_qdisc(), None);
         assert_eq!(Marking::FqCodel.to_string(), "fq_codel");
         let e = "pie".parse::<Marking>().unwrap_err();
         assert!(
@@ -453,6 +465,43 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&Marking::BpfStep).unwrap(),
             "\"bpf-step\""
+        );
+    }
+
+    /// The tc words of each child qdisc, in bytes where tc wants bytes.
+    #[test]
+    fn child_qdiscs_in_tcs_words() {
+        let words = |b: Backend| b.child_qdisc(100, 20_000_000).join(" ");
+        assert_eq!(words(Backend::BpfStep { k: 5 }), "pfifo limit 100");
+        assert_eq!(
+            words(Backend::red_step(20)),
+            "red limit 151400 min 30280 max 31794 avpkt 1514 burst 21 bandwidth 20000000bit probability 1 ecn"
+        );
+        // CoDel's target and interval well above ce_threshold (4 and 20
+        // times it), or its defaults where those are larger.
+        assert_eq!(
+            words(Backend::FqCodel {
+                ce_threshold_us: 10_000
+            }),
+            "fq_codel limit 100 ce_threshold 10000us target 40000us interval 200000us ecn"
+        );
+        assert_eq!(
+            words(Backend::FqCodel {
+                ce_threshold_us: 100
+            }),
+            "fq_codel limit 100 ce_threshold 100us target 5000us interval 100000us ecn"
+        );
+    }
+
+    /// A backend that does not mark still probes, one arrival in `sample`.
+    #[test]
+    fn every_backend_probes_at_its_sample() {
+        let c = Backend::Droptail.marker_config(100, 1_000_000_000, 7);
+        assert_eq!((c.mode, c.sample), (marker_mode_MARKER_PROBE, 7));
+        let c = Backend::BpfStep { k: 5 }.marker_config(100, 1_000_000_000, 3);
+        assert_eq!(
+            (c.mode, c.sample, c.k_pkts),
+            (marker_mode_MARKER_STEP, 3, 5)
         );
     }
 

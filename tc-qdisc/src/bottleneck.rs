@@ -87,3 +87,34 @@ impl Bottleneck {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bottleneck_out_of_range_is_refused_by_name() {
+        Bottleneck::step(100_000_000, 425, 20).validate().unwrap();
+        let e = |b: Bottleneck| b.validate().unwrap_err().to_string();
+        assert!(e(Bottleneck::step(999_999, 425, 20)).contains("rate"));
+        assert!(e(Bottleneck::step(20_000_000_000, 425, 20)).contains("rate"));
+        assert!(e(Bottleneck::step(100_000_000, 1, 1)).contains("buffer"));
+        assert!(e(Bottleneck::step(100_000_000, 100_001, 20)).contains("buffer"));
+        // The backend's own check: K beyond the buffer.
+        assert!(Bottleneck::step(100_000_000, 10, 20).validate().is_err());
+    }
+
+    /// 40 us of line rate, never under two packets.
+    #[test]
+    fn the_token_bucket_holds_40_us_of_line_rate() {
+        assert_eq!(
+            Bottleneck::step(1_000_000_000, 425, 20).burst_bytes(),
+            5_000
+        );
+        assert_eq!(
+            Bottleneck::step(10_000_000_000, 425, 20).burst_bytes(),
+            50_000
+        );
+        assert_eq!(Bottleneck::step(100_000_000, 425, 20).burst_bytes(), 3_028);
+    }
+}

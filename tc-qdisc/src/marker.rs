@@ -513,5 +513,17 @@ mod tests {
         assert_eq!(trace.departed_between(40, 50), Some(1));
         assert_eq!(trace.departed_between(0, 60), Some(2));
         assert_eq!(QueueTrace::default().departed_between(0, 60), None);
+        // Two events at one instant: the first held the queue for no time
+        // and is no step.
+        let mut same = trace;
+        same.samples.push(arrival(40, 1, 0));
+        let got: Vec<(u32, u64)> = same
+            .over_time(15, 60)
+            .unwrap()
+            .iter()
+            .map(|&(q, s)| (q, ns(s)))
+            .collect();
+        assert_eq!(got.len(), 5, "{got:?}");
+        assert!(got.iter().all(|s| s.1 > 0), "{got:?}");
     }
 }

@@ -633,6 +633,33 @@ impl CoRun {
     }
 }
 
+/// One planned run: DCTCP (`dctcp`) on the first senders, Reno without
+/// ECN on the rest, all at the configured round trip, each receiver's
+/// window capped (`window_cap_pkts`).
+fn scenario(cfg: &CoexistConfig, p: &Plan, dctcp: &str) -> Scenario {
+    let flows = p.dctcp_flows + p.reno_flows;
+    let mut scn = Scenario {
+        round_trip: Some(RoundTrip {
+            rtt: Rtt::uniform(cfg.rtt),
+            backend: cfg.delay_backend,
+        }),
+        no_ecn_senders: (p.dctcp_flows..flows).collect(),
+        rwnd_clamp_bytes: Some(cfg.window_cap_pkts() * SEGMENT_BYTES),
+        ..Scenario::long_flows(
+            &p.label(),
+            p.bottleneck.clone(),
+            flows,
+            dctcp,
+            cfg.duration,
+            cfg.warmup,
+        )
+    };
+    for f in &mut scn.flows[p.dctcp_flows..] {
+        f.cc = "reno".into();
+    }
+    scn
+}
+
 fn run(cfg: &CoexistConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<CoRun>> {
     let cc = cfg.dctcp.attach()?;
     let ours = Some(&cc);
@@ -640,26 +667,7 @@ fn run(cfg: &CoexistConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<
     let plan = cfg.plan();
     let mut runs = Vec::with_capacity(plan.len());
     for (i, p) in plan.iter().enumerate() {
-        let flows = p.dctcp_flows + p.reno_flows;
-        let mut scn = Scenario {
-            round_trip: Some(RoundTrip {
-                rtt: Rtt::uniform(cfg.rtt),
-                backend: cfg.delay_backend,
-            }),
-            no_ecn_senders: (p.dctcp_flows..flows).collect(),
-            rwnd_clamp_bytes: Some(cfg.window_cap_pkts() * SEGMENT_BYTES),
-            ..Scenario::long_flows(
-                &p.label(),
-                p.bottleneck.clone(),
-                flows,
-                &dctcp,
-                cfg.duration,
-                cfg.warmup,
-            )
-        };
-        for f in &mut scn.flows[p.dctcp_flows..] {
-            f.cc = "reno".into();
-        }
+        let scn = scenario(cfg, p, &dctcp);
         let msg = format!("run {}/{}: {}", i + 1, plan.len(), p.label());
         let data = run_scenario(&scn, ours, msg, stop)?;
         let r = CoRun::of(cfg, p, &data.outcome);
@@ -1285,6 +1293,12 @@ mod tests {
     fn the_seeds_profiles_in_bytes() {
         let c = cfg(false);
         assert_eq!(c.bdp_bytes(), 31_250.0);
+        // One BDP in whole packets (20.6 -> 21) and half the 200 buffer.
+        assert_eq!(c.window_cap_pkts(), 121);
+        assert_eq!(Dctcp::BpfDctcp.label(), "bpf_dctcp");
+        assert!(Dctcp::Seed002
+            .label()
+            .starts_with("bpf_kdctcp with seed 002"));
         let plan = c.plan();
         c.validate().unwrap();
         // Table I's first row: M = BDP / 8 = 3,906 bytes, Reno's max 3 M;
@@ -1315,6 +1329,51 @@ mod tests {
             (7_813, 39_063, 0.4)
         );
         assert_eq!((not_ect.min_bytes, not_ect.max_p), (15_625, 0.2));
+        // Max_Prob_DCTCP = 0.2 / M.
+        assert_eq!(eq.x, 0.4);
+        assert_eq!(eq.label(), "equal M=0.500 1D+1R");
+        assert_eq!(at.label(), "step m=0.125 k/m=2.25 1d+1r");
+        // Each M's two-Reno baseline takes both senders.
+        let base = plan
+            .iter()
+            .find(|p| p.part == Part::Step && p.dctcp_flows == 0)
+            .unwrap();
+        assert_eq!(base.reno_flows, 2);
+        assert_eq!(base.label(), "step M=0.125 0D+2R baseline");
+        // Its plan: DCTCP first, Reno without ECN after, at 25 ms, capped.
+        let scn = scenario(&c, at, "t_dctcp");
+        let ccs: Vec<&str> = scn.flows.iter().map(|f| f.cc.as_str()).collect();
+        assert_eq!(ccs, ["t_dctcp", "reno"]);
+        assert_eq!(scn.no_ecn_senders, vec![1]);
+        assert_eq!(scn.rwnd_clamp_bytes, Some(121 * SEGMENT_BYTES));
+        assert_eq!(
+            scn.round_trip.unwrap().rtt,
+            Rtt::uniform(Duration::from_millis(25))
+        );
+        assert_eq!(scn.label, at.label());
+        // The flows part: DCTCP's step at K = x M with M = BDP / 8.
+        for p in plan.iter().filter(|p| p.part == Part::Flows) {
+            let Backend::BpfDual { ect, .. } = &p.bottleneck.backend else {
+                panic!()
+            };
+            assert_eq!(
+                ect.min_bytes,
+                (p.x * 0.125 * 31_250.0).round() as u32,
+                "{}",
+                p.label()
+            );
+        }
+        // The slope part: DCTCP's thresholds 2 BDP apart.
+        for p in plan.iter().filter(|p| p.part == Part::Slope) {
+            let Backend::BpfDual { ect, .. } = &p.bottleneck.backend else {
+                panic!()
+            };
+            assert!(
+                ect.max_bytes.abs_diff(ect.min_bytes).abs_diff(62_500) <= 1,
+                "{}",
+                p.label()
+            );
+        }
         // Runs per part: 5 M x (9 + baseline), 5 N x 5, 3 x 8, 5, 2.
         let count = |part| plan.iter().filter(|p| p.part == part).count();
         assert_eq!(
@@ -1509,11 +1568,30 @@ mod tests {
             "{:?}",
             t[0].crossing
         );
+        // Reno ahead at every K: no crossing.
+        let above = vec![
+            run_at(Part::Step, 0.5, 1.0, 3.0, 0.7),
+            run_at(Part::Step, 0.5, 2.0, 2.0, 0.8),
+            run_at(Part::Step, 0.5, 3.0, 1.2, 0.9),
+        ];
+        let t = table_i(&above);
+        assert_eq!(
+            (t.len(), t[0].crossing, t[0].k_over_m, t[0].u_2r),
+            (1, None, 3.0, None)
+        );
         let slope = vec![
             run_at(Part::Slope, 0.5, 0.1, 2.0, 0.9),
             run_at(Part::Slope, 0.5, 0.2, 1.0, 0.999),
             run_at(Part::Slope, 0.5, 0.4, 0.5, 0.9),
         ];
         assert_eq!(slope_best(&slope), vec![(0.5, 0.2, 0.999)]);
+        // Per Min_Thresh_DCTCP, of the slope part's runs only.
+        let mut mixed = slope.clone();
+        mixed.push(run_at(Part::Slope, 1.0, 0.3, 1.1, 0.95));
+        mixed.push(run_at(Part::Step, 0.5, 2.0, 1.0, 1.0));
+        assert_eq!(
+            slope_best(&mixed),
+            vec![(0.5, 0.2, 0.999), (1.0, 0.3, 0.95)]
+        );
     }
 }

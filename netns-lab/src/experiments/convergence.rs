@@ -984,11 +984,39 @@ mod tests {
         assert_eq!(quick.schedule.end(), Duration::from_secs(25));
     }
 
+    /// Without --rtt, the data center's round trip of each rate; each
+    /// receiver's cap half as much again as one flow alone needs there.
+    #[test]
+    fn each_rate_gets_its_round_trip_and_window_cap() {
+        let cfg = args().config();
+        let rt = cfg.round_trip(100_000_000).unwrap();
+        assert_eq!(rt.rtt.0.iter().max(), Some(&datacenter_rtt(100_000_000)));
+        let alone = |rate| bdp_pkts(rate, datacenter_rtt(rate)) + 20.0 + 1.0;
+        for rate in [100_000_000, 1_000_000_000] {
+            assert_eq!(
+                cfg.window_cap(rate),
+                (1.5 * alone(rate)).ceil() as u32,
+                "{rate}"
+            );
+        }
+        eprintln!(
+            "{} {}",
+            cfg.window_cap(100_000_000),
+            cfg.window_cap(1_000_000_000)
+        );
+        // At least 16, however small the path.
+        assert_eq!(
+            cfg.window_cap(1_000_000),
+            ((1.5 * alone(1_000_000)).ceil() as u32).max(16)
+        );
+    }
+
     /// Two flows through a made-up run of 9 s in 100 ms intervals: sender
     /// 0 alone, sender 1 from 3 s to 6 s. After the join both are off the
     /// fair share for 0.5 s, after the leave sender 0 for 0.3 s (or never);
-    /// the queue is 10, 30 and 5 packets in the three phases; the switch
-    /// drops three data packets and a reset in the second, one in the third.
+    /// the queue is 10 then 20, 30 and 5 packets in the three phases; the
+    /// switch drops four data packets and a reset in the second (one just
+    /// after its start), one in the third.
     fn made_up_run(leave_settles: bool) -> (ConvergenceConfig, RunData) {
         let cfg = ConvergenceArgs {
             schedule: Some(Schedule::parse("0-9,3-6").unwrap()),
@@ -1035,7 +1063,7 @@ mod tests {
         }
         data.outcome.drops = 7;
         // The switch's clock starts at the end of the first interval.
-        data.queue_steps = vec![(10, 2.9), (30, 3.0), (5, 3.0)];
+        data.queue_steps = vec![(10, 2.4), (20, 0.5), (30, 3.0), (5, 3.0)];
         data.window_start_ns = 1_000_000_000;
         let at = |t: f64, action: u8, len: u32| queue_sample {
             ts_ns: 1_000_000_000 + ((t - 0.1) * 1e9) as u64,
@@ -1045,6 +1073,7 @@ mod tests {
         };
         data.samples = vec![
             at(1.0, 1, 1514),
+            at(3.1, 2, 1514),
             at(3.5, 2, 1514),
             at(4.0, 3, 1514),
             at(4.5, 2, 1514),
@@ -1075,13 +1104,15 @@ mod tests {
             assert!(close(ph.goodput_share, 1.0), "{ph:?}");
         }
         let queues: Vec<f64> = p.iter().map(|p| p.queue_mean).collect();
+        // 10 for 2.4 s and 20 for 0.5 s: the first phase's 2.9 s on the
+        // switch's clock.
         assert!(
-            close(queues[0], 10.0) && close(queues[1], 30.0) && close(queues[2], 5.0),
+            close(queues[0], 34.0 / 2.9) && close(queues[1], 30.0) && close(queues[2], 5.0),
             "{queues:?}"
         );
         // A mark is no drop, nor is a reset's 54 bytes.
-        assert_eq!(p.iter().map(|p| p.drops).collect::<Vec<_>>(), [0, 3, 1]);
-        assert_eq!((r.drops, r.all_drops), (4, 7));
+        assert_eq!(p.iter().map(|p| p.drops).collect::<Vec<_>>(), [0, 4, 1]);
+        assert_eq!((r.drops, r.all_drops), (5, 7));
         assert!(close(r.start_lag_s[0].unwrap(), 0.01) && close(r.start_lag_s[1].unwrap(), 0.02));
         assert_eq!(r.stop_lag_s[0], None);
         assert!(close(r.stop_lag_s[1].unwrap(), 0.05));
