@@ -616,6 +616,13 @@ mod tests {
             .collect();
         assert_eq!(settle_time(&swinging), None);
         assert_eq!(settle_time(&[]), None);
+        // The steady state is the second half's: in a 2.1 s run whose first
+        // 0.4 s overshoot to 200, it is 20 (the mean from 0.1 s on, 47,
+        // would leave every bin outside the band).
+        let short: Vec<(f64, f64)> = (0..2100)
+            .map(|i| (i as f64 / 1000.0, if i < 400 { 200.0 } else { 20.0 }))
+            .collect();
+        assert_eq!(settle_time(&short), Some(0.4));
     }
 
     /// One sender's traced stream: an ACK every ms for 3 s at cwnd 200 for

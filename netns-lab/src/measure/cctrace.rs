@@ -479,6 +479,98 @@ mod tests {
     }
 
     #[test]
+    fn a_timeout_during_cwr_is_not_a_recovery_from_cwr() {
+        // An RTO while the ECN reduction runs, then a recovery a fifth of an
+        // RTT later: a quick second cut, but its first one was no recovery.
+        let r = reactions(&[
+            state(10, 0, CA_CWR, 20),
+            state(11, CA_CWR, CA_LOSS, 14),
+            state(11, CA_LOSS, 0, 4),
+            dctcp_event {
+                ts_ns: 11_200_000,
+                ..state(0, 0, CA_RECOVERY, 4)
+            },
+        ]);
+        assert_eq!((r.recoveries, r.timeouts), (1, 1));
+        assert_eq!(
+            (r.cuts_within_half_rtt, r.cuts_within_half_rtt_after_cwr),
+            (1, 0)
+        );
+        assert!((r.min_gap_rtts.unwrap() - 0.2).abs() < 1e-9, "{r:?}");
+    }
+
+    /// A window event of flow `sport` at `ms` with `delivered` packets of
+    /// which `ce` were ECE-echoed, alpha after it in 1/1024.
+    fn window(sport: u16, ms: u64, delivered: u32, ce: u32, alpha_1024: u32) -> dctcp_event {
+        let mut e = ev(ms, EV_WINDOW, 0, 0, 10, 10);
+        e.flow.sport = sport;
+        e.flow.dport = 5201;
+        e.win_delivered = delivered;
+        e.win_delivered_ce = ce;
+        e.alpha = alpha_1024 * (loader::intf::DCTCP_ALPHA_ONE / 1024);
+        e.delivered = 100 + 10 * ms as u32;
+        e.delivered_ce = 7 + 2 * ms as u32;
+        e
+    }
+
+    #[test]
+    fn each_flow_is_checked_on_its_own_windows_and_its_second_half() {
+        // Flow 1: windows at 0-40 ms; the middle (20 ms) opens the second
+        // half. Flow 2's one window and the receiver's counts of flow 1
+        // must not mix with it.
+        let trace = CcTrace {
+            events: vec![
+                window(1, 0, 10, 0, 1024),
+                window(1, 10, 10, 2, 512),
+                window(2, 15, 50, 50, 1024),
+                window(1, 20, 20, 4, 256),
+                window(1, 30, 10, 6, 128),
+                window(1, 40, 10, 10, 256),
+            ],
+            counts: Counts::default(),
+        };
+        let flow = |sender: usize, sport: u16| FlowResult {
+            sender,
+            sport,
+            dport: 5201,
+            ..FlowResult::default()
+        };
+        let rx = |sport: u16, pkts: u64, ce_pkts: u64| RxFlow {
+            src: std::net::Ipv4Addr::UNSPECIFIED,
+            sport,
+            dst: std::net::Ipv4Addr::UNSPECIFIED,
+            dport: 5201,
+            pkts,
+            data_bytes: 0,
+            ce_pkts,
+            ce_bytes: 0,
+            ect_pkts: pkts,
+        };
+        let check = trace.check(
+            &[flow(0, 1), flow(1, 2), flow(2, 3)],
+            &[rx(2, 9, 9), rx(1, 60, 22)],
+        );
+        let one = &check.flows[0];
+        assert_eq!((one.events, one.windows, one.acks), (5, 5, 0));
+        // F: 22 of 60 over the run, 20 of 40 from 20 ms on.
+        assert!((one.fraction_marked - 22.0 / 60.0).abs() < 1e-12, "{one:?}");
+        assert!((one.fraction_marked_late - 0.5).abs() < 1e-12, "{one:?}");
+        // alpha at 256, 128, 256 of 1024 in the second half; 1 at most.
+        assert!((one.alpha_late_mean - 640.0 / 3.0 / 1024.0).abs() < 1e-12);
+        assert_eq!(one.alpha_max, 1.0);
+        // The sender's counters over its first and last event.
+        assert_eq!((one.sender_delivered, one.sender_delivered_ce), (400, 80));
+        assert_eq!((one.receiver_pkts, one.receiver_ce_pkts), (60, 22));
+        let two = &check.flows[1];
+        assert_eq!((two.windows, two.fraction_marked_late), (1, 1.0));
+        assert_eq!((two.receiver_pkts, two.sender_delivered), (9, 0));
+        // A flow never traced reads zero, not NaN.
+        let three = &check.flows[2];
+        assert_eq!((three.events, three.receiver_pkts), (0, 0));
+        assert_eq!((three.fraction_marked, three.alpha_late_mean), (0.0, 0.0));
+    }
+
+    #[test]
     fn a_recovery_from_cwr_that_ends_at_once_explains_a_quick_second_cut() {
         let at = |ms: u64, us: u64, mut e: dctcp_event| {
             e.ts_ns = ms * 1_000_000 + us * 1000;

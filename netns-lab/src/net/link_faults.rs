@@ -365,4 +365,18 @@ mod tests {
             "data loss 1 %, ACK loss 10 %, ECN stripped from SYNs"
         );
     }
+
+    #[test]
+    fn a_summary_names_each_fault_injected_and_only_those() {
+        assert_eq!(FaultArgs::default().describe(), "none");
+        let f = FaultArgs {
+            ecn_bleach: 1.0,
+            reorder: 0.0025,
+            ..FaultArgs::default()
+        };
+        assert_eq!(
+            f.describe(),
+            "ECN bleached on 100 % of segments, 0.25 % of data segments reordered"
+        );
+    }
 }
