@@ -202,6 +202,7 @@ mutants *ARGS: _root
     # still build every test target for each mutant, 15-20 s of linking).
     # Functions by name (cargo-mutants' --re): `replace NAME ->` and `... in NAME`.
     named() { echo "(replace ([A-Za-z]+(<[^>]*>)?::)?($1) ->| in ([A-Za-z]+(<[^>]*>)?::)?($1)\$)"; }
+    mkdir -p target  # a fresh clone has none, and cargo-mutants makes only the last part
     for scope in $scopes; do
         out=(--no-shuffle --output target/mutants-$scope)
         case $scope in
@@ -240,6 +241,10 @@ mutants *ARGS: _root
                 -f tc-qdisc/src/marker.rs -f tc-qdisc/src/bottleneck.rs --re "$(named "$fns")" {{ARGS}} -C --lib ;;
         *) echo "just mutants: no scope $scope (analysis, instance, preflight, experiments, switch)" >&2; exit 2 ;;
         esac
+        # 2 and 3: mutants missed or timed out, which the score below weighs;
+        # anything else (a failing baseline, bad arguments) ends the run.
+        rc=$?
+        case $rc in 0|2|3) ;; *) echo "just mutants: cargo mutants failed in scope $scope (exit $rc): see above" >&2; exit 1 ;; esac
     done
     # cargo-mutants exits non-zero whenever a mutant is missed: the score decides.
     caught=0 missed=0
