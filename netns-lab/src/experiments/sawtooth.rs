@@ -874,6 +874,33 @@ mod tests {
         assert!(f.contains(&said), "{said}: {f}");
     }
 
+    /// The ACKs of sender `i` (port 40000 + i) over `span` s, one every
+    /// 100 us, its cwnd a sawtooth from 8 up to 8 + `swing` - 1 and cut
+    /// back every `period` s, `phase` of a period ahead (`swing` 1: flat).
+    fn sawtooth_acks(
+        i: u16,
+        span: f64,
+        period: f64,
+        phase: f64,
+        swing: u32,
+    ) -> Vec<loader::intf::dctcp_event> {
+        (0..(span / 100e-6) as u64)
+            .map(|j| {
+                let t = j as f64 * 100e-6;
+                let x = (t / period + phase).fract();
+                let mut e = loader::intf::dctcp_event {
+                    ts_ns: (t * 1e9) as u64,
+                    type_: loader::intf::dctcp_event_type_DCTCP_EV_ACK as u8,
+                    cwnd: 8 + (f64::from(swing) * x) as u32,
+                    ..Default::default()
+                };
+                e.flow.sport = 40000 + i;
+                e.flow.dport = 5201;
+                e
+            })
+            .collect()
+    }
+
     /// Each flow's cwnd from the live trace: two flows in a sawtooth of
     /// known period and swing, half a period apart, and a third the trace
     /// never saw. The per-flow period and amplitude are theirs, the flows
@@ -881,7 +908,6 @@ mod tests {
     #[test]
     fn measure_reads_each_traced_flows_cwnd() {
         use crate::traffic::bulk::FlowResult;
-        use loader::intf::{dctcp_event, dctcp_event_type_DCTCP_EV_ACK as EV_ACK};
         let pair = Pair::parse("100M@500us").unwrap();
         let theory = Sawtooth::new(2, pair.rate_bps, pair.rtt, 20);
         let period = 1.3 * theory.period(pair.rate_bps).as_secs_f64();
@@ -897,23 +923,12 @@ mod tests {
                 ..FlowResult::default()
             })
             .collect();
-        let mut events = Vec::new();
-        for (i, phase) in [(0u16, 0.0), (1, 0.5)] {
-            // One ACK every 100 us: cwnd climbs from 8 to 14 and is cut back.
-            for j in 0..(span / 100e-6) as u64 {
-                let t = j as f64 * 100e-6;
-                let x = (t / period + phase).fract();
-                let mut e = dctcp_event {
-                    ts_ns: (t * 1e9) as u64,
-                    type_: EV_ACK as u8,
-                    cwnd: 8 + (7.0 * x) as u32,
-                    ..Default::default()
-                };
-                e.flow.sport = 40000 + i;
-                e.flow.dport = 5201;
-                events.push(e);
-            }
-        }
+        // cwnd climbs from 8 to 14 and is cut back, flow 1 half a period
+        // after flow 0.
+        let events = [(0, 0.0), (1, 0.5)]
+            .into_iter()
+            .flat_map(|(i, phase)| sawtooth_acks(i, span, period, phase, 7))
+            .collect();
         data.cc_trace = Some(CcTrace {
             events,
             counts: Default::default(),
@@ -930,6 +945,51 @@ mod tests {
         assert!(y.mean_correlation < 0.0, "{y:?}");
         let w = r.window.expect("the windows summed");
         assert!(w.cycles.cycles > 0, "{w:?}");
+    }
+
+    /// Per flow, the median period and swing are the middle flow's (of
+    /// two, the upper one); windows summed over less than one cycle have
+    /// no cycles to report, and `window` stays empty.
+    #[test]
+    fn the_flows_median_is_the_upper_middle_and_a_short_window_has_none() {
+        use crate::traffic::bulk::FlowResult;
+        let pair = Pair::parse("100M@500us").unwrap();
+        let period = 0.004;
+        let span = 0.4;
+        let traced = |flows: &[(f64, u32)], queue: Vec<(u32, f64)>| {
+            let mut data = run_of(queue);
+            data.outcome.window_s = span;
+            data.outcome.flows = (0..flows.len())
+                .map(|i| FlowResult {
+                    sender: i,
+                    sport: 40000 + i as u16,
+                    dport: 5201,
+                    ..FlowResult::default()
+                })
+                .collect();
+            let events = flows
+                .iter()
+                .enumerate()
+                .flat_map(|(i, &(p, swing))| sawtooth_acks(i as u16, span, p, 0.0, swing))
+                .collect();
+            data.cc_trace = Some(CcTrace {
+                events,
+                counts: Default::default(),
+            });
+            measure(pair, flows.len(), 20, &data)
+        };
+        // Periods 4 and 8 ms, swings 3 and 9 packets.
+        let queue = || triangle(15, 22, period, 100);
+        let r = traced(&[(period, 4), (2.0 * period, 10)], queue());
+        let p = r.flow_period.expect("both flows have a period");
+        assert!((p.seconds / (2.0 * period) - 1.0).abs() < 0.05, "{p:?}");
+        assert_eq!(r.flow_amplitude, Some(9.0));
+        assert!(r.window.is_some());
+        // The windows are summed over the queue's record: 100 us of it is
+        // not one cycle.
+        let r = traced(&[(period, 4), (period, 4)], vec![(20, 100e-6)]);
+        assert_eq!(r.traced_flows, 2);
+        assert!(r.window.is_none(), "{:?}", r.window);
     }
 
     /// The finding's sentences carry the measured figures against the
