@@ -874,6 +874,18 @@ mod tests {
         assert!(f.contains(&said), "{said}: {f}");
     }
 
+    /// `n` senders' flows, sender i from port 40000 + i.
+    fn senders(n: usize) -> Vec<crate::traffic::bulk::FlowResult> {
+        (0..n)
+            .map(|i| crate::traffic::bulk::FlowResult {
+                sender: i,
+                sport: 40000 + i as u16,
+                dport: 5201,
+                ..Default::default()
+            })
+            .collect()
+    }
+
     /// The ACKs of sender `i` (port 40000 + i) over `span` s, one every
     /// 100 us, its cwnd a sawtooth from 8 up to 8 + `swing` - 1 and cut
     /// back every `period` s, `phase` of a period ahead (`swing` 1: flat).
@@ -907,7 +919,6 @@ mod tests {
     /// are not in step, the unseen one counts in neither.
     #[test]
     fn measure_reads_each_traced_flows_cwnd() {
-        use crate::traffic::bulk::FlowResult;
         let pair = Pair::parse("100M@500us").unwrap();
         let theory = Sawtooth::new(2, pair.rate_bps, pair.rtt, 20);
         let period = 1.3 * theory.period(pair.rate_bps).as_secs_f64();
@@ -915,14 +926,7 @@ mod tests {
         let mut data = run_of(triangle(15, 22, period, periods));
         let span = period * periods as f64;
         data.outcome.window_s = span;
-        data.outcome.flows = (0..3)
-            .map(|i| FlowResult {
-                sender: i,
-                sport: 40000 + i as u16,
-                dport: 5201,
-                ..FlowResult::default()
-            })
-            .collect();
+        data.outcome.flows = senders(3);
         // cwnd climbs from 8 to 14 and is cut back, flow 1 half a period
         // after flow 0.
         let events = [(0, 0.0), (1, 0.5)]
@@ -952,21 +956,13 @@ mod tests {
     /// no cycles to report, and `window` stays empty.
     #[test]
     fn the_flows_median_is_the_upper_middle_and_a_short_window_has_none() {
-        use crate::traffic::bulk::FlowResult;
         let pair = Pair::parse("100M@500us").unwrap();
         let period = 0.004;
         let span = 0.4;
         let traced = |flows: &[(f64, u32)], queue: Vec<(u32, f64)>| {
             let mut data = run_of(queue);
             data.outcome.window_s = span;
-            data.outcome.flows = (0..flows.len())
-                .map(|i| FlowResult {
-                    sender: i,
-                    sport: 40000 + i as u16,
-                    dport: 5201,
-                    ..FlowResult::default()
-                })
-                .collect();
+            data.outcome.flows = senders(flows.len());
             let events = flows
                 .iter()
                 .enumerate()
