@@ -985,30 +985,21 @@ mod tests {
     }
 
     /// Without --rtt, the data center's round trip of each rate; each
-    /// receiver's cap half as much again as one flow alone needs there.
+    /// receiver's cap half as much again as one flow alone needs there
+    /// (its BDP, K and one packet), at least 16.
     #[test]
     fn each_rate_gets_its_round_trip_and_window_cap() {
         let cfg = args().config();
         let rt = cfg.round_trip(100_000_000).unwrap();
-        assert_eq!(rt.rtt.0.iter().max(), Some(&datacenter_rtt(100_000_000)));
-        let alone = |rate| bdp_pkts(rate, datacenter_rtt(rate)) + 20.0 + 1.0;
-        for rate in [100_000_000, 1_000_000_000] {
-            assert_eq!(
-                cfg.window_cap(rate),
-                (1.5 * alone(rate)).ceil() as u32,
-                "{rate}"
-            );
-        }
-        eprintln!(
-            "{} {}",
-            cfg.window_cap(100_000_000),
-            cfg.window_cap(1_000_000_000)
-        );
-        // At least 16, however small the path.
-        assert_eq!(
-            cfg.window_cap(1_000_000),
-            ((1.5 * alone(1_000_000)).ceil() as u32).max(16)
-        );
+        assert_eq!(rt.rtt.0.iter().max(), Some(&Duration::from_micros(500)));
+        // 100 Mbit/s over 500 us: 1.5 x (4.17 + 20 + 1) = 37.75.
+        assert_eq!(cfg.window_cap(100_000_000), 38);
+        // 1 Gbit/s over 100 us: 1.5 x (8.33 + 20 + 1) = 44.0.
+        assert_eq!(cfg.window_cap(1_000_000_000), 44);
+        // 1 Mbit/s: 1.5 x (0.04 + 20 + 1) = 31.6; with K = 1, 3.06: the floor.
+        assert_eq!(cfg.window_cap(1_000_000), 32);
+        let small = ConvergenceArgs { k: 1, ..args() }.config();
+        assert_eq!(small.window_cap(1_000_000), 16);
     }
 
     /// Two flows through a made-up run of 9 s in 100 ms intervals: sender
