@@ -71,16 +71,22 @@ fn ksweep_finds_the_queue_empty_below_k_opt_and_busy_above() {
         k["k_below"].as_u64().unwrap(),
     );
     assert!(below < k_min, "{k}");
-    // Seed 001's finding: the queue stops running empty near K_opt (it says
-    // about 2 K_opt; here DCTCP's smaller oscillation keeps it busy lower).
-    // Quick runs read 0.84 (K_min 8 at K_opt 9.5) in all ten on the lab's
-    // own CPU (2026-11-28, no guard repair), and unpinned 0.84 in 9 of 10
-    // and 1.36 once (K = 8 empty 5.6 %). Held within 0.5-1.5 K_opt (K_min
-    // 5-14): a marker that never marks puts it at the grid's first K, one
-    // that marks everything past the last, and one that marks late at 28.
+    // Seed 001's finding: the queue stops running empty near 2 K_opt
+    // (DCTCP's smaller oscillation here can keep it busy lower). Quick runs
+    // read 0.84 (K_min 8 at K_opt 9.5) in all ten on the lab's own CPU
+    // (2026-11-28, no guard repair); unpinned 0.84 in 9 of 10 and 1.36
+    // once; a fresh clone's suite 1.89 (2026-11-28: K = 8 empty 5.7 %
+    // against the 5 % target, then the bisection's K = 13 10.8 % at 92.9 %
+    // utilization, K = 18 0.1 %); the Debian VM 2.1. K = 8 sits at the
+    // target, so one noisy run moves K_min a bisection step (13 or 18).
+    // Held within 0.5-2.5 K_opt (K_min 5-23): a marker that never marks
+    // puts it at the grid's first K (0.21), one that marks everything past
+    // the last, and one that marks late at the grid's 28 (2.94); reaching
+    // 28 here would also take K = 18 running empty over 5 % of the time,
+    // where the queue's trough is about 10 packets (0.1 % in every run).
     let ratio = k_min as f64 / k["k_opt"].as_f64().unwrap();
     assert!(
-        (0.5..=1.5).contains(&ratio),
+        (0.5..=2.5).contains(&ratio),
         "K_min / K_opt {ratio:.2}: {k}"
     );
     // Every K of the bisection lies between the grid's neighbours of the boundary.
