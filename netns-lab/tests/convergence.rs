@@ -5,12 +5,13 @@
 //! TCP unevenly at a queue a deep buffer lets it build, and the summary
 //! shows what runs.json measured. Bad schedules are refused.
 
+use netns_lab::measure::fairness::{Criterion, Grid};
 use serde_json::Value;
 
 mod common;
 
 use common::{
-    assert_csv, assert_plots, assert_refused, json, lab, namespaces_with, require_root,
+    assert_csv, assert_plots, assert_refused, busy_floor, json, lab, namespaces_with, require_root,
     row_numbers, serial, stderr, tmpdir,
 };
 
@@ -51,6 +52,36 @@ fn never(r: &Value, key: &str) -> usize {
         .iter()
         .filter(|p| p[key].is_null())
         .count()
+}
+
+/// Seconds after the last change until the one flow left (flow 0) holds,
+/// on 1 s means, within 10 % of its rate over the phase's second half; the
+/// phase's length if it never does.
+fn takeover_s(r: &Value) -> f64 {
+    let ends: Vec<f64> = r["ends_s"].as_array().unwrap().iter().map(num).collect();
+    let rates: Vec<Vec<f64>> = r["rates_mbps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_array().unwrap().iter().map(num).collect())
+        .collect();
+    let p = r["phases"].as_array().unwrap().last().unwrap();
+    let (from, until) = (num(&p["start_s"]), num(&p["end_s"]));
+    assert_eq!(p["flows"], 1, "the schedule ends with one flow: {p}");
+    let grid = Grid {
+        ends: &ends,
+        rates: &rates,
+    };
+    let second_half = grid.within((from + until) / 2.0, until);
+    let held = rates[0][second_half.clone()].iter().sum::<f64>() / second_half.len() as f64;
+    let interval = ends[1] - ends[0];
+    let criterion = Criterion {
+        tolerance: 0.1,
+        hold: 1.0,
+        smooth: (1.0 / interval).round() as usize,
+    };
+    grid.convergence_time(&[0], held, (from, until), criterion)
+        .unwrap_or(until - from)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -129,6 +160,7 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue() {
                 }
             }
         }
+        let steal = num(&r["steal_share"]);
         for p in r["phases"].as_array().unwrap() {
             // The flows keep the link busy in every phase's second half:
             // 99.6-100 % in ten pinned runs, but a fresh clone's run on a
@@ -138,17 +170,23 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue() {
             // not the flows, was short; another (2026-11-28, the machine
             // busy beside it) 0.858 for cubic's last two-flow phase. One
             // flow stalled for the second half of a three-flow phase would
-            // read at most 0.67, of a two-flow phase 0.5.
+            // read at most 0.67, of a two-flow phase 0.5. The floor gives
+            // way to what the hypervisor took from the lab's CPU.
             let share = num(&p["goodput_share"]);
-            assert!(share >= 0.80, "{}: {p}", r["variant"]);
+            assert!(
+                share >= busy_floor(0.80, steal),
+                "{}: {p}, {:.1} % of the CPU stolen",
+                r["variant"],
+                steal * 100.0
+            );
         }
-        // After the last leave the one flow left takes the link within
-        // half a second, on means (runs: 0.0-0.1 s for all three). Per
-        // interval one 100 ms dip restarts the 1 s clock: a fresh clone's
-        // reno (2026-11-28) had the link at 20.2 s, read 83 of 95.6 Mbit/s
-        // at 20.6 s, and so 0.6 s per interval, 0.0 s on means. A flow
-        // ramping up over a second would read over 0.5 s either way.
-        let last = *changes(r, "smoothed_s").last().unwrap();
+        // After the last leave the one flow left takes the freed link
+        // within half a second: its 1 s means come within 10 % of the rate
+        // it holds over the phase's second half (runs: 0.0-0.1 s for all
+        // three), and that rate is the link's (the floor above). Against
+        // the link's nominal rate instead, a stolen CPU read as a stall: a
+        // fresh clone's reno (2026-11-28) never came within 10 % of it.
+        let last = takeover_s(r);
         assert!(
             last <= 0.5,
             "{}: {last} s to take the freed link",

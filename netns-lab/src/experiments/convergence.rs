@@ -30,7 +30,7 @@ use crate::net::link_faults::FaultArgs;
 use crate::net::topology::SEGMENT_BYTES;
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{repairs_line, repairs_note, table_header};
+use crate::report::tables::{repairs_line, repairs_note, steal_note, table_header};
 use crate::stats::{weighted_summary, Summary};
 use crate::traffic::cc::Algorithms;
 use crate::traffic::schedule::{parse_time, Phase, Schedule};
@@ -321,6 +321,8 @@ pub struct ConvRun {
     /// Every packet the switch dropped, the aborted flows' resets with them.
     pub all_drops: u64,
     pub guard_repairs: (u64, u64, u64),
+    /// Share of the lab's CPU the hypervisor took over the run (Outcome).
+    pub steal_share: f64,
     pub rtt: RttMeasured,
     /// Each flow's rate per interval, Mbit/s, and when each interval ended.
     pub rates_mbps: Vec<Vec<f64>>,
@@ -513,6 +515,7 @@ fn measure(
         drops: data_drops,
         all_drops: o.drops,
         guard_repairs: o.guard_repairs,
+        steal_share: o.steal_share,
         rtt,
         rates_mbps: rates
             .iter()
@@ -554,7 +557,12 @@ fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Res
             );
             let data = run_scenario(&scn, algorithms.ours(&v.cc), msg, stop)?;
             let r = measure(cfg, v, rate, &phases, &data);
-            eprintln!("{}{}", line(&r), repairs_note(r.guard_repairs));
+            eprintln!(
+                "{}{}{}",
+                line(&r),
+                repairs_note(r.guard_repairs),
+                steal_note(r.steal_share)
+            );
             runs.push(r);
         }
     }

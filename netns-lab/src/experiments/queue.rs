@@ -23,7 +23,7 @@ use crate::net::topology::SEGMENT_BYTES;
 use crate::net::topology::{Star, StarSpec};
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{found_note, repairs_note, table_header};
+use crate::report::tables::{found_note, repairs_note, steal_note, table_header};
 use crate::stats::{cdf, Summary};
 use crate::traffic::cc::Algorithms;
 use crate::units::{fmt_rate, parse_rate, rate_tag};
@@ -241,7 +241,7 @@ fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Ve
                 plot_sawtooth(&dir, cfg, &outcome, &samples, t)?;
             }
             eprintln!(
-                "{} {:<20}: queue mean {:.1} p95 {:.0} pkts, util {:.1}%, drops {}, marks {}{}{}",
+                "{} {:<20}: queue mean {:.1} p95 {:.0} pkts, util {:.1}%, drops {}, marks {}{}{}{}",
                 fmt_rate(rate),
                 v.label(),
                 outcome.queue.mean,
@@ -250,7 +250,8 @@ fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Ve
                 outcome.drops,
                 outcome.marks,
                 repairs_note(outcome.guard_repairs),
-                found_note(outcome.guard_found)
+                found_note(outcome.guard_found),
+                steal_note(outcome.steal_share)
             );
             if let Some(tc) = &outcome.trace_check {
                 eprintln!("{}", trace_line(tc));

@@ -139,6 +139,12 @@ pub struct Outcome {
     /// Share of all CPUs the machine spent in irq and softirq over the
     /// window: near 1, the lab measures its host, not the network.
     pub softirq_share: f64,
+    /// Share of the lab's CPUs' time the hypervisor took over the window
+    /// (steal): while it does, the emulated link, the switch and the hosts
+    /// all stand still, and the link's capacity is lost for good. A figure
+    /// that needs the CPU (utilization, goodput) is the platform's beside
+    /// a large one.
+    pub steal_share: f64,
     /// The round trip the flows really had, beside the configured one.
     pub rtt: RttMeasured,
     /// htb's hysteresis mode during the run (on unless `lab --no-htb-hysteresis`).
@@ -348,7 +354,9 @@ pub fn run(
     let (t0, q0, m0, cpu0) = at_warmup.unwrap_or_default();
     let window_s = (end_ns.saturating_sub(t0)) as f64 / 1e9;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let softirq_share = end_cpu.since(cpu0).softirq / (window_s * cpus).max(f64::MIN_POSITIVE);
+    let used = end_cpu.since(cpu0);
+    let softirq_share = used.softirq / (window_s * cpus).max(f64::MIN_POSITIVE);
+    let steal_share = used.steal_share(window_s);
     let queue_steps = trace.over_time(t0, end_ns);
     let over_time = queue_steps.as_ref().map(|steps| {
         let pairs: Vec<(f64, f64)> = steps.iter().map(|&(q, s)| (f64::from(q), s)).collect();
@@ -422,6 +430,7 @@ pub fn run(
         trace_check: None,
         short_fct: short.as_deref().map(FctSummary::of),
         softirq_share,
+        steal_share,
         htb_hysteresis: tc_qdisc::hysteresis::current(),
         rwnd_clamp_bytes: scn.rwnd_clamp_bytes,
         faults,

@@ -83,7 +83,7 @@ impl CpuList {
 }
 
 /// The CPUs this thread may run on now.
-fn allowed() -> Result<Vec<usize>> {
+pub(crate) fn allowed() -> Result<Vec<usize>> {
     // SAFETY: as in pin_self; the kernel fills the set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };

@@ -34,6 +34,20 @@ pub fn repairs_note(r: (u64, u64, u64)) -> String {
     }
 }
 
+/// What the hypervisor took from the lab's CPUs during a run, for its line:
+/// empty below 2 % (this host's usual 0-1 %). Each point of it cost about
+/// 0.4 points of goodput at 100 Mbit/s here (docs/testing.md, "steal").
+pub fn steal_note(share: f64) -> String {
+    if share < 0.02 {
+        String::new()
+    } else {
+        format!(
+            ", the hypervisor took {:.0} % of the lab's CPU (steal: the link stood still that long)",
+            share * 100.0
+        )
+    }
+}
+
 /// The impossible values the guard found, for a run's line: empty if none.
 pub fn found_note((s, c): (u64, u64)) -> String {
     let v: Vec<String> = [("ssthresh", s), ("cwnd", c)]
