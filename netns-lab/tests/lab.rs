@@ -12,8 +12,9 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_near, assert_refused, json, lab, namespaces_with, outcome, processes, quick_queue,
-    require_root, row_numbers, run_quick_queue, serial, stderr, tmpdir, wait_until_gone,
+    assert_near, assert_refused, busy_floor, json, lab, namespaces_with, outcome, processes,
+    quick_queue, require_root, row_numbers, run_quick_queue, serial, stderr, tmpdir,
+    wait_until_gone,
 };
 
 /// Starts lab in the background, stderr captured.
@@ -128,9 +129,11 @@ fn quick_queue_experiment_reproduces_the_shape_of_fig1() {
     // The link stays busy. Not the summary's >= 95 % target: CI's run of
     // 2026-11-28 read 90.4 % with the queue at K (a short CPU, not an
     // empty queue); a DCTCP that overreacts empties the queue for good.
+    // The floor gives way to what the hypervisor took from the lab's CPU.
+    let steal = dctcp["steal_share"].as_f64().unwrap();
     assert!(
-        dctcp["utilization"].as_f64().unwrap() >= 0.8,
-        "{}",
+        dctcp["utilization"].as_f64().unwrap() >= busy_floor(0.8, steal),
+        "{} with {steal} of the CPU stolen",
         dctcp["utilization"]
     );
     assert!(dctcp["marks"].as_u64().unwrap() > 0);
@@ -480,7 +483,11 @@ fn two_labs_at_once_do_not_interfere() {
         // Each lab's bottleneck saw only its own two flows, at its own rate.
         assert_eq!(r["rx"].as_array().unwrap().len(), 2, "{}", r["rx"]);
         assert_drop_free(&r);
-        assert!(r["utilization"].as_f64().unwrap() > 0.8, "{r}");
+        let steal = r["steal_share"].as_f64().unwrap();
+        assert!(
+            r["utilization"].as_f64().unwrap() > busy_floor(0.8, steal),
+            "{r}"
+        );
         // The queue level is not asserted here: two labs share two CPUs, which
         // is what this test is about, and what it measures is isolation.
         std::fs::remove_dir_all(dir).unwrap();

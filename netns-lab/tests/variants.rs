@@ -24,7 +24,7 @@ const TCP_CA_CWR: u8 = 2;
 
 mod common;
 
-use common::{require_root, serial};
+use common::{busy_floor, require_root, serial};
 
 fn assignments(list: &[&str]) -> Vec<loader::params::Assignment> {
     list.iter().map(|a| a.parse().unwrap()).collect()
@@ -283,9 +283,10 @@ fn the_guard_repairs_an_injected_ssthresh_and_the_flows_go_on() {
     assert!(ssthresh_repairs >= 6, "{ssthresh_repairs} repairs");
     // The link stays busy (not the 95 % target: a short CPU read 89.4 %
     // here and 90.4 % in a quick queue run, 2026-11-28).
+    let steal = run.outcome.steal_share;
     assert!(
-        run.outcome.utilization > 0.8,
-        "utilization {}",
+        run.outcome.utilization > busy_floor(0.8, steal),
+        "utilization {} with {steal} of the CPU stolen",
         run.outcome.utilization
     );
     // A second run on the same instance, injecting its first cut again:
