@@ -744,7 +744,8 @@ fn quick_xdctcp_and_variants_labs_write_their_results() {
     for r in runs.as_array().unwrap() {
         // The link stays busy (a short CPU took a quick queue run to 90.4 %
         // in CI, 2026-11-28: the 95 % target is the summary's).
-        assert!(r["utilization"].as_f64().unwrap() > 0.8, "{r}");
+        let floor = busy_floor(0.8, r["steal_share"].as_f64().unwrap());
+        assert!(r["utilization"].as_f64().unwrap() > floor, "{r}");
         // Per-ACK alpha at 10 bits falls, in some runs, into the trap the
         // README describes (alpha g rounds to 0 below 0.25, and the
         // kernel's rule then zeroes alpha: 0.003-0.004 in 2 of 7 quick

@@ -11,8 +11,8 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_refused, lab, namespaces_with, outcome, processes, quick_queue, require_root, serial,
-    stderr, tmpdir, wait_until_gone,
+    assert_refused, busy_floor, lab, namespaces_with, outcome, processes, quick_queue,
+    require_root, serial, stderr, tmpdir, wait_until_gone,
 };
 
 /// Lab namespaces (all of them: these tests run one at a time).
@@ -94,9 +94,10 @@ fn with_rtt_8ms_every_flow_sees_8ms() {
     // was late by 2.65 ms at p99 (80-160 us in the others) and 10.7 ms at
     // most released ACKs in bursts, and the queue ran empty 10 % of the
     // time (87.8 %). The 95 % target is the summary's.
+    let steal = r["steal_share"].as_f64().unwrap();
     assert!(
-        r["utilization"].as_f64().unwrap() > 0.8,
-        "{}",
+        r["utilization"].as_f64().unwrap() > busy_floor(0.8, steal),
+        "{} with {steal} of the CPU stolen",
         r["utilization"]
     );
 }

@@ -549,6 +549,8 @@ pub struct CoRun {
     /// Jain's index over every flow.
     pub jain: f64,
     pub utilization: f64,
+    /// Share of the lab's CPU the hypervisor took (Outcome::steal_share).
+    pub steal_share: f64,
     /// Mean queue over time, packets, and in BDPs (bytes / rate x RTT).
     pub queue_pkts: f64,
     pub queue_bdp: f64,
@@ -604,6 +606,7 @@ impl CoRun {
             dctcp_bps,
             reno_bps,
             utilization: o.utilization,
+            steal_share: o.steal_share,
             queue_pkts,
             queue_bdp: queue_pkts * f64::from(PKT_BYTES) / cfg.bdp_bytes(),
             ect_marked: o.marker.ect.marked,
@@ -1440,6 +1443,7 @@ mod tests {
             ratio: Some(ratio),
             jain,
             utilization: 0.97,
+            steal_share: 0.0,
             queue_pkts: 4.0,
             queue_bdp: 0.19,
             ect_marked: 0,

@@ -247,6 +247,8 @@ pub struct KRun {
     /// Share of time the queue held nothing (queue over time).
     pub empty: f64,
     pub utilization: f64,
+    /// Share of the lab's CPU the hypervisor took (Outcome::steal_share).
+    pub steal_share: f64,
     pub mean: f64,
     pub p5: f64,
     pub p95: f64,
@@ -268,6 +270,7 @@ impl KRun {
             bisection,
             empty,
             utilization: o.utilization,
+            steal_share: o.steal_share,
             mean: q.mean,
             p5: q.p5,
             p95: q.p95,

@@ -238,6 +238,8 @@ pub struct SawRun {
     pub p95: f64,
     pub max: f64,
     pub utilization: f64,
+    /// Share of the lab's CPU the hypervisor took (Outcome::steal_share).
+    pub steal_share: f64,
     /// The largest share of a flow's busy time its receiver's window held
     /// it back.
     pub rwnd_limited: f64,
@@ -322,6 +324,7 @@ fn measure(pair: Pair, n: usize, k: u32, data: &RunData) -> SawRun {
         p95: q.p95,
         max: q.max,
         utilization: o.utilization,
+        steal_share: o.steal_share,
         rwnd_limited: o.rwnd_limited_share().unwrap_or(0.0),
         drops: o.drops,
         marks: o.marks,

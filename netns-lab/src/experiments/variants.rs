@@ -123,6 +123,8 @@ pub struct VariantRun {
     pub round: usize,
     pub queue: Summary,
     pub utilization: f64,
+    /// Share of the lab's CPU the hypervisor took (Outcome::steal_share).
+    pub steal_share: f64,
     pub goodput_mbps: Vec<f64>,
     pub jain: f64,
     pub drops: u64,
@@ -223,6 +225,7 @@ impl VariantRun {
             round,
             queue: o.queue.clone(),
             utilization: o.utilization,
+            steal_share: o.steal_share,
             goodput_mbps: o.goodput_bps.iter().map(|g| g / 1e6).collect(),
             jain: jain(&o.goodput_bps),
             drops: o.drops,
