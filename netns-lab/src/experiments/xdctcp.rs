@@ -185,6 +185,8 @@ pub struct Measured {
     /// Goodput of the long flows together.
     pub long_mbps: f64,
     pub utilization: f64,
+    /// Share of the lab's CPU the hypervisor took (Outcome::steal_share).
+    pub steal_share: f64,
     pub queue: Summary,
     pub drops: u64,
     pub guard_repairs: (u64, u64, u64),
@@ -200,6 +202,7 @@ impl Measured {
             fct: o.short_fct.clone().unwrap_or_default(),
             long_mbps: o.goodput_bps.iter().sum::<f64>() / 1e6,
             utilization: o.utilization,
+            steal_share: o.steal_share,
             queue: o.queue.clone(),
             drops: o.drops,
             guard_repairs: o.guard_repairs,
@@ -868,12 +871,14 @@ mod tests {
             label: "xDCTCP".into(),
             goodput_bps: vec![300e6, 450e6],
             utilization: 0.9,
+            steal_share: 0.05,
             drops: 2,
             ..Outcome::default()
         };
         let m = Measured::of(&o, 3, Some(Setting::SEED_BEST));
         assert_eq!(m.long_mbps, 750.0);
         assert_eq!((m.round, m.utilization, m.drops), (3, 0.9, 2));
+        assert_eq!(m.steal_share, 0.05);
         assert_eq!(
             (m.label.as_str(), m.setting),
             ("xDCTCP", Some(Setting::SEED_BEST))

@@ -71,6 +71,16 @@ pub fn busy_floor(floor: f64, steal: f64) -> f64 {
     floor * (1.0 - steal)
 }
 
+/// A band `lo..=hi` on the ratio of two runs' goodput, `a / b`, made
+/// before the steal of each (`steal_a`, `steal_b`): stolen time takes at
+/// most its share of the emulated link's capacity (htb catches up some of
+/// it afterwards), so a run that lost `s` keeps at least 1 - s of what it
+/// would have had. The band widens only by that: lo x (1 - steal_a) to
+/// hi / (1 - steal_b).
+pub fn ratio_band(lo: f64, hi: f64, steal_a: f64, steal_b: f64) -> std::ops::RangeInclusive<f64> {
+    lo * (1.0 - steal_a)..=hi / (1.0 - steal_b)
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
