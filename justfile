@@ -226,13 +226,14 @@ mutants *ARGS: _root
             fns="$fns|distinct_m|m_label|equal_share_prob_ratio|slope_best|smooth_intervals|round_trip|time|time_or_length"
             fns="$fns|changes|median_convergence|mean_cov|unconverged|flow_rates|queue|drops|settle_time|flow_points"
             fns="$fns|cwnd_points|alpha_points|add|window_fraction|second_half|sender_events|ce_echo|is_none|data|acks"
-            fns="$fns|reorder_hold|describe"
+            fns="$fns|reorder_hold|describe|now|since|steal_share|softirq_share|steal_note|found_note|repairs_note"
             files=()
             for f in mod incast ksweep queue rpc sawtooth xdctcp coexist convergence variants; do
                 files+=(-f netns-lab/src/experiments/$f.rs)
             done
             cargo mutants "${out[@]}" -p netns-lab "${files[@]}" -f netns-lab/src/measure/cctrace.rs \
                 -f netns-lab/src/measure/fault_effects.rs -f netns-lab/src/net/link_faults.rs \
+                -f netns-lab/src/measure/cpu.rs -f netns-lab/src/report/tables.rs \
                 --re "$(named "$fns")" {{ARGS}} -C --lib ;;
         switch)
             fns='name|marks|at|from_str|fmt|red_step|kernel_qdisc|runs_on|validate|child_qdisc|marker_config|step|wlog'

@@ -73,6 +73,14 @@ impl Cpu {
         }
     }
 
+    /// The share of all the machine's CPUs' time over `window_s` seconds
+    /// spent in irq and softirq (on a delta from `since`): the whole
+    /// machine's, as /proc/stat's first line counts it.
+    pub fn softirq_share(&self, window_s: f64) -> f64 {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        self.softirq / (window_s * cpus).max(f64::MIN_POSITIVE)
+    }
+
     /// The share of the lab's CPUs' time over `window_s` seconds that the
     /// hypervisor took (on a delta from `since`).
     pub fn steal_share(&self, window_s: f64) -> f64 {
@@ -111,5 +119,109 @@ mod tests {
             ..Cpu::default()
         };
         assert!((stolen.steal_share(1.5) - 0.1).abs() < 1e-12);
+        let earlier = Cpu {
+            steal: 0.05,
+            ..stolen
+        };
+        assert!((stolen.since(earlier).steal - 0.25).abs() < 1e-12);
+        // With every CPU allowed, the per-CPU lines sum to the machine's
+        // steal since boot (/proc/stat's first line, in clock ticks), each
+        // line rounded on its own.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let machine = || -> (f64, usize) {
+            let stat = std::fs::read_to_string("/proc/stat").unwrap();
+            let ticks: f64 = stat.split_whitespace().nth(8).unwrap().parse().unwrap();
+            let cpus = stat
+                .lines()
+                .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+                .count();
+            (ticks / hz, cpus)
+        };
+        let (before, cpus) = machine();
+        let now = Cpu::now().unwrap();
+        let (after, _) = machine();
+        if now.steal_cpus == cpus {
+            let rounding = (cpus + 1) as f64 / hz;
+            assert!(
+                now.steal >= before - rounding && now.steal <= after + rounding,
+                "{} s against {before}-{after} s",
+                now.steal
+            );
+        }
+    }
+
+    /// /proc/stat's first line and this process's utime + stime
+    /// (/proc/self/stat), in seconds: a second reading of what `now` reads.
+    fn proc_seconds() -> (Vec<f64>, f64) {
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let stat = std::fs::read_to_string("/proc/stat").unwrap();
+        let machine = stat
+            .split_whitespace()
+            .skip(1)
+            .take(7)
+            .map(|v| v.parse::<f64>().unwrap() / hz);
+        let me = std::fs::read_to_string("/proc/self/stat").unwrap();
+        // After the command's closing parenthesis: utime and stime are the
+        // 12th and 13th fields.
+        let rest: Vec<&str> = me[me.rfind(')').unwrap() + 2..].split(' ').collect();
+        let ticks = |i: usize| rest[i].parse::<f64>().unwrap() / hz;
+        (machine.collect(), ticks(11) + ticks(12))
+    }
+
+    #[test]
+    fn each_kind_of_time_is_read_from_its_own_field() {
+        // Some kernel time of our own first, so user and system differ.
+        let t = std::time::Instant::now();
+        while t.elapsed().as_millis() < 200 {
+            let _ = std::fs::read_to_string("/proc/stat");
+        }
+        let (m0, p0) = proc_seconds();
+        let cpu = Cpu::now().unwrap();
+        let (m1, p1) = proc_seconds();
+        let tick = 1.0 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let within = |v: f64, lo: f64, hi: f64, what: &str| {
+            assert!(
+                v >= lo - 2.0 * tick && v <= hi + 2.0 * tick,
+                "{what}: {v} s against {lo}-{hi} s"
+            );
+        };
+        within(cpu.user, m0[0] + m0[1], m1[0] + m1[1], "user + nice");
+        within(cpu.system, m0[2], m1[2], "system");
+        within(cpu.softirq, m0[5] + m0[6], m1[5] + m1[6], "irq + softirq");
+        within(cpu.process, p0, p1, "this process");
+        assert_eq!(cpu.total(), cpu.user + cpu.system + cpu.softirq);
+    }
+
+    #[test]
+    fn a_delta_subtracts_each_kind_and_keeps_the_cpus() {
+        let at = |k: f64| Cpu {
+            user: 1.0 * k,
+            system: 2.0 * k,
+            softirq: 3.0 * k,
+            steal: 4.0 * k,
+            steal_cpus: 2,
+            process: 5.0 * k,
+        };
+        let d = at(3.0).since(at(1.0));
+        assert_eq!(
+            (d.user, d.system, d.softirq, d.steal, d.process),
+            (2.0, 4.0, 6.0, 8.0, 10.0)
+        );
+        assert_eq!(d.steal_cpus, 2);
+    }
+
+    #[test]
+    fn softirq_is_a_share_of_every_cpu() {
+        let cpus = std::thread::available_parallelism().unwrap().get() as f64;
+        let busy = Cpu {
+            softirq: 0.3 * cpus,
+            ..Cpu::default()
+        };
+        assert!((busy.softirq_share(1.5) - 0.2).abs() < 1e-12);
+        let half = Cpu {
+            softirq: 0.15 * cpus,
+            ..Cpu::default()
+        };
+        assert!((busy.since(half).softirq_share(1.5) - 0.1).abs() < 1e-12);
     }
 }

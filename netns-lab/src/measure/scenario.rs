@@ -353,9 +353,8 @@ pub fn run(
 
     let (t0, q0, m0, cpu0) = at_warmup.unwrap_or_default();
     let window_s = (end_ns.saturating_sub(t0)) as f64 / 1e9;
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     let used = end_cpu.since(cpu0);
-    let softirq_share = used.softirq / (window_s * cpus).max(f64::MIN_POSITIVE);
+    let softirq_share = used.softirq_share(window_s);
     let steal_share = used.steal_share(window_s);
     let queue_steps = trace.over_time(t0, end_ns);
     let over_time = queue_steps.as_ref().map(|steps| {

@@ -76,4 +76,28 @@ mod tests {
             ", found ssthresh 0x81104110 and cwnd 0x2709a97e"
         );
     }
+
+    #[test]
+    fn the_repairs_note_speaks_only_of_repairs() {
+        assert_eq!(repairs_note((0, 0, 0)), "");
+        assert_eq!(
+            repairs_note((0, 0, 3)),
+            ", guard repairs 0/0/3 (README: Known issue)"
+        );
+        assert_eq!(
+            repairs_note((2, 1, 0)),
+            ", guard repairs 2/1/0 (README: Known issue)"
+        );
+    }
+
+    #[test]
+    fn the_steal_note_speaks_from_two_percent() {
+        assert_eq!(steal_note(0.0), "");
+        assert_eq!(steal_note(0.0199), "");
+        assert_eq!(
+            steal_note(0.02),
+            ", the hypervisor took 2 % of the lab's CPU (steal: the link stood still that long)"
+        );
+        assert!(steal_note(0.28).contains("took 28 %"));
+    }
 }
