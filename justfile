@@ -215,8 +215,13 @@ mutants *ARGS: _root
             cargo mutants "${out[@]}" -p loader -f loader/src/instance.rs -f loader/src/attach_file.rs {{ARGS}} \
                 -C --lib -C --test=lifecycle -C --test=detach_all -C --test=unit ;;
         preflight)
-            cargo mutants "${out[@]}" -p dctcp-utils -f dctcp-utils/src/preflight.rs --test-package loader {{ARGS}} \
-                -C --lib -C --test=lifecycle -C --test=detach_all ;;
+            # cargo-mutants 27 runs its baseline on the mutated package's own
+            # tests whatever --test-package says, and dctcp-utils has no
+            # lifecycle test: the baseline runs here, the mutants against the loader's.
+            cargo test -q -p loader --lib --test lifecycle --test detach_all >/dev/null ||
+                { echo "just mutants: the preflight scope's baseline (the loader's tests) fails" >&2; exit 1; }
+            cargo mutants "${out[@]}" -p dctcp-utils -f dctcp-utils/src/preflight.rs --test-package loader \
+                --baseline skip --timeout 120 {{ARGS}} -C --lib -C --test=lifecycle -C --test=detach_all ;;
         experiments)
             # The functions unit tests reach (loops, plots and summaries
             # only the lab's minutes-long runs do).

@@ -284,6 +284,53 @@ fn unprivileged_user_gets_told_to_use_root() {
     assert!(!registered("t_nobody"));
 }
 
+/// Root is not enough without the capabilities: CAP_SYS_ADMIN alone, or
+/// CAP_BPF with CAP_NET_ADMIN, passes the preflight; anything less is told
+/// before the kernel is asked (setpriv drops them from the bounding set, so
+/// the exec'd loader runs as uid 0 without them).
+#[test]
+fn root_without_the_bpf_capabilities_is_refused() {
+    require_root();
+    for (dropped, refused) in [
+        ("-sys_admin,-bpf", true),
+        ("-sys_admin,-net_admin", true),
+        ("-bpf,-net_admin", false),
+        ("-sys_admin", false),
+    ] {
+        let out = std::process::Command::new("setpriv")
+            .arg(format!("--bounding-set={dropped}"))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_loader"))
+            .arg("list")
+            .output()
+            .expect("setpriv (util-linux)");
+        let told = out.status.code() == Some(4) && stderr(&out).contains("needs root");
+        assert_eq!(
+            told,
+            refused,
+            "{dropped}: {:?} {}",
+            out.status,
+            stderr(&out)
+        );
+    }
+}
+
+/// A kernel without BTF (here: /sys/kernel/btf hidden under a tmpfs in a
+/// mount namespace of the loader's own) is named before anything is loaded.
+#[test]
+fn a_kernel_without_btf_is_told_before_anything_is_loaded() {
+    require_root();
+    let out = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount -t tmpfs none /sys/kernel/btf && exec "$0" attach --algo dctcp --name t_nobtf"#)
+        .arg(env!("CARGO_BIN_EXE_loader"))
+        .output()
+        .expect("unshare (util-linux)");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("exposes no BTF"), "{}", stderr(&out));
+    assert!(!registered("t_nobtf"));
+}
+
 /// `loader check` passes every check on a kernel the suite attaches on,
 /// names how this kernel holds a registration (asked of the kernel itself),
 /// and loads each algorithm through the verifier without registering or
