@@ -604,3 +604,19 @@ pub fn c_str(bytes: &[std::ffi::c_char]) -> String {
         .map(|c| c.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_c_name_ends_at_its_first_nul_or_at_the_array_end() {
+        let c = |s: &[u8]| -> Vec<std::ffi::c_char> {
+            s.iter().map(|&b| b as std::ffi::c_char).collect()
+        };
+        assert_eq!(c_str(&c(b"t_dctcp\0\0junk")), "t_dctcp");
+        // TCP_CA_NAME_MAX full: no NUL inside the array.
+        assert_eq!(c_str(&c(b"0123456789abcdef")), "0123456789abcdef");
+        assert_eq!(c_str(&c(b"\0xyz")), "");
+    }
+}
