@@ -58,6 +58,30 @@ fn map_mode_holds_registration_without_a_link() {
     assert!(!dir.exists());
 }
 
+/// A registration someone else removed (`bpftool struct_ops unregister`)
+/// is what detach wants: it finishes, and the pins go.
+#[test]
+fn detach_after_an_outside_unregister_removes_the_rest() {
+    require_root();
+    let _a = Attached::new("t_unr", &["--mode", "map"]);
+    let dir = Path::new("/sys/fs/bpf/dctcp-bpf/t_unr");
+    let show = std::process::Command::new("bpftool")
+        .args(["-j", "map", "show", "pinned"])
+        .arg(dir.join("ops"))
+        .output()
+        .expect("bpftool");
+    let id = serde_json::from_slice::<serde_json::Value>(&show.stdout).unwrap()["id"].to_string();
+    let out = std::process::Command::new("bpftool")
+        .args(["struct_ops", "unregister", "id", &id])
+        .output()
+        .expect("bpftool");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!registered("t_unr"));
+    loader_ok(&["detach", "t_unr"]);
+    assert!(!registered("t_unr_reno"));
+    assert!(!dir.exists());
+}
+
 /// Before Linux 6.4 `--mode link` is refused, naming the version, and
 /// nothing is loaded; from 6.4 on it is what auto picks.
 #[test]
