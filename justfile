@@ -218,7 +218,7 @@ mutants *ARGS: _root
             # cargo-mutants 27 runs its baseline on the mutated package's own
             # tests whatever --test-package says, and dctcp-utils has no
             # lifecycle test: the baseline runs here, the mutants against the loader's.
-            cargo test -q -p loader --lib --test lifecycle --test detach_all >/dev/null ||
+            cargo test -q -p loader --lib --test lifecycle --test detach_all ||
                 { echo "just mutants: the preflight scope's baseline (the loader's tests) fails" >&2; exit 1; }
             cargo mutants "${out[@]}" -p dctcp-utils -f dctcp-utils/src/preflight.rs --test-package loader \
                 --baseline skip --timeout 120 {{ARGS}} -C --lib -C --test=lifecycle -C --test=detach_all ;;

@@ -125,47 +125,49 @@ mod tests {
         };
         assert!((stolen.since(earlier).steal - 0.25).abs() < 1e-12);
         // With every CPU allowed, the per-CPU lines sum to the machine's
-        // steal since boot (/proc/stat's first line, in clock ticks), each
-        // line rounded on its own.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-        let machine = || -> (f64, usize) {
-            let stat = std::fs::read_to_string("/proc/stat").unwrap();
-            let ticks: f64 = stat.split_whitespace().nth(8).unwrap().parse().unwrap();
-            let cpus = stat
-                .lines()
-                .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
-                .count();
-            (ticks / hz, cpus)
-        };
-        let (before, cpus) = machine();
+        // steal since boot (/proc/stat's first line), each line rounded on
+        // its own.
+        let cpus = std::fs::read_to_string("/proc/stat")
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+            .count();
+        let (m0, _) = proc_seconds();
         let now = Cpu::now().unwrap();
-        let (after, _) = machine();
+        let (m1, _) = proc_seconds();
         if now.steal_cpus == cpus {
-            let rounding = (cpus + 1) as f64 / hz;
+            let rounding = (cpus + 1) as f64 * tick();
             assert!(
-                now.steal >= before - rounding && now.steal <= after + rounding,
-                "{} s against {before}-{after} s",
-                now.steal
+                now.steal >= m0[7] - rounding && now.steal <= m1[7] + rounding,
+                "{} s against {}-{} s",
+                now.steal,
+                m0[7],
+                m1[7]
             );
         }
     }
 
-    /// /proc/stat's first line and this process's utime + stime
-    /// (/proc/self/stat), in seconds: a second reading of what `now` reads.
+    /// One clock tick in seconds, asked here rather than of the code under
+    /// test so that the readings below stay a second opinion.
+    fn tick() -> f64 {
+        // SAFETY: sysconf has no preconditions.
+        1.0 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+    }
+
+    /// /proc/stat's first line (user to steal) and this process's utime +
+    /// stime (/proc/self/stat, as rpcstar reads rpcgen's), in seconds.
     fn proc_seconds() -> (Vec<f64>, f64) {
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
         let stat = std::fs::read_to_string("/proc/stat").unwrap();
         let machine = stat
             .split_whitespace()
             .skip(1)
-            .take(7)
-            .map(|v| v.parse::<f64>().unwrap() / hz);
-        let me = std::fs::read_to_string("/proc/self/stat").unwrap();
-        // After the command's closing parenthesis: utime and stime are the
-        // 12th and 13th fields.
-        let rest: Vec<&str> = me[me.rfind(')').unwrap() + 2..].split(' ').collect();
-        let ticks = |i: usize| rest[i].parse::<f64>().unwrap() / hz;
-        (machine.collect(), ticks(11) + ticks(12))
+            .take(8)
+            .map(|v| v.parse::<f64>().unwrap() * tick())
+            .collect();
+        (
+            machine,
+            crate::traffic::rpcstar::stat_seconds(std::process::id()),
+        )
     }
 
     #[test]
@@ -178,10 +180,9 @@ mod tests {
         let (m0, p0) = proc_seconds();
         let cpu = Cpu::now().unwrap();
         let (m1, p1) = proc_seconds();
-        let tick = 1.0 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
         let within = |v: f64, lo: f64, hi: f64, what: &str| {
             assert!(
-                v >= lo - 2.0 * tick && v <= hi + 2.0 * tick,
+                v >= lo - 2.0 * tick() && v <= hi + 2.0 * tick(),
                 "{what}: {v} s against {lo}-{hi} s"
             );
         };

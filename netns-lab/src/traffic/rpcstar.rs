@@ -92,7 +92,7 @@ fn cpu_clock_seconds(pid: u32) -> Option<f64> {
     ok.then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9)
 }
 
-fn stat_seconds(pid: u32) -> f64 {
+pub(crate) fn stat_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // After the command name in parentheses: state is field 3, utime 14, stime 15.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
