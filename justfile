@@ -181,7 +181,8 @@ vm-test KERNEL="all": _root
 # cargo-mutants over five scopes, each against the tests that reach it:
 # analysis (the lab's statistics, theory, schedule, fairness and units,
 # the loader's parameters, algorithms and model: unit tests), instance
-# (attach/detach and the attach file: the lifecycle tests), preflight (the
+# (attach/detach and the attach file: the lifecycle, unit-file and traffic
+# tests, whose `loader flows` reads the attached names), preflight (the
 # kernel probes in dctcp-utils: the loader's lifecycle tests), experiments
 # (the experiments' validation, plans and analysis, the trace's and the
 # faults' readings: unit tests) and switch (tc-qdisc's backends, faults'
@@ -213,7 +214,7 @@ mutants *ARGS: _root
                 -f loader/src/algo.rs -f loader/src/model.rs {{ARGS}} -C --lib ;;
         instance)
             cargo mutants "${out[@]}" -p loader -f loader/src/instance.rs -f loader/src/attach_file.rs {{ARGS}} \
-                -C --lib -C --test=lifecycle -C --test=detach_all -C --test=unit ;;
+                -C --lib -C --test=lifecycle -C --test=detach_all -C --test=unit -C --test=traffic ;;
         preflight)
             # cargo-mutants 27 runs its baseline on the mutated package's own
             # tests whatever --test-package says, and dctcp-utils has no

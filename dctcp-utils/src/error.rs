@@ -53,13 +53,16 @@ macro_rules! usage_bail {
 }
 
 /// Logs to stderr: warnings by default, `-v` info, `-vv` debug; RUST_LOG wins.
+/// Colours only on a terminal: journald and log files get plain text.
 pub fn init_logging(verbose: u8) {
+    use std::io::IsTerminal;
     let level = ["warn", "info", "debug"][usize::from(verbose.min(2))];
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }
 

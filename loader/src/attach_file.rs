@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
@@ -350,6 +350,8 @@ pub fn sysctl_state_file(netns: &Path) -> Result<PathBuf> {
 /// changed them, kept per network namespace under /run (gone at reboot, as
 /// the pins are).
 mod sysctl {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     const DEFAULT: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
@@ -430,16 +432,10 @@ mod sysctl {
         result
     }
 
-    /// The allowed list is one for the whole host: only the initial network
-    /// namespace may write it.
+    /// Only in the initial network namespace: `parse` refuses an `allowed`
+    /// elsewhere, and `restore` leaves the list alone there.
     fn write_allowed(names: &[String]) -> Result<()> {
-        match std::fs::write(ALLOWED, names.join(" ")) {
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => bail!(
-                "{ALLOWED} is one list for the whole host and only the initial network \
-                 namespace may change it: drop `allowed` from [sysctl] here, or run this there"
-            ),
-            r => r.with_context(|| format!("writing {ALLOWED}")),
-        }
+        write(ALLOWED, &names.join(" "))
     }
 
     /// Before the algorithms go: a default naming one of them would keep
@@ -464,10 +460,21 @@ mod sysctl {
                 .or_else(|_| write(DEFAULT, "reno"))
                 .context("putting back the default congestion control")?;
         }
-        let now = allowed()?;
-        let kept: Vec<String> = now.iter().filter(|n| !ours.contains(n)).cloned().collect();
-        if kept != now {
-            write_allowed(&kept)?;
+        // Our names leave the allowed list as they unregister; what else the
+        // file's `allowed` added goes back to what was recorded. Outside the
+        // initial namespace `apply` never wrote the list, nor could this.
+        let others = |names: &[String]| -> BTreeSet<String> {
+            names
+                .iter()
+                .filter(|n| !ours.contains(n))
+                .cloned()
+                .collect()
+        };
+        if let Some(b) = &before {
+            let back = others(&b.allowed);
+            if allowed_is_writable()? && back != others(&allowed()?) {
+                write_allowed(&back.into_iter().collect::<Vec<_>>())?;
+            }
         }
         if before.is_some() {
             std::fs::remove_file(&state)

@@ -10,7 +10,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::algo::Algo;
-use crate::instance;
+use crate::instance::{self, Verified};
 use dctcp_utils::{bpffs, preflight};
 
 /// One line of the report.
@@ -19,6 +19,9 @@ pub struct Check {
     pub check: String,
     pub ok: bool,
     pub note: String,
+    /// An algorithm's: what the verifier passed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<Verified>,
 }
 
 fn check(name: &str, ok: bool, note: impl Into<String>) -> Check {
@@ -26,6 +29,7 @@ fn check(name: &str, ok: bool, note: impl Into<String>) -> Check {
         check: name.into(),
         ok,
         note: note.into(),
+        verified: None,
     }
 }
 
@@ -46,7 +50,7 @@ fn report(
     (major, minor): (u32, u32),
     btf: Result<()>,
     struct_ops: Result<()>,
-    verify: impl Fn(Algo) -> Result<()>,
+    verify: impl Fn(Algo) -> Result<Verified>,
 ) -> Vec<Check> {
     let can_load = btf.is_ok() && struct_ops.is_ok();
     let first_line = |e: &anyhow::Error| format!("{e:#}").lines().next().unwrap_or("").to_string();
@@ -93,7 +97,17 @@ fn report(
             )
         } else {
             match verify(algo) {
-                Ok(()) => check(name, true, "its programs pass the verifier"),
+                Ok(v) => Check {
+                    verified: Some(v),
+                    ..check(
+                        name,
+                        true,
+                        format!(
+                            "its {} programs pass the verifier ({} instructions processed)",
+                            v.programs, v.insns
+                        ),
+                    )
+                },
                 Err(e) => check(name, false, first_line(&e)),
             }
         });
@@ -171,16 +185,25 @@ mod tests {
     fn each_algorithm_is_its_own_verdict_and_the_mode_follows_the_version() {
         let checks = report((6, 4), Ok(()), Ok(()), |a| match a {
             Algo::Xdctcp => Err(anyhow::anyhow!("verifier says no\nlog")),
-            _ => Ok(()),
+            _ => Ok(Verified {
+                programs: 14,
+                insns: 2000,
+            }),
         });
         assert_eq!(
             oks(&checks)[5..],
             [("dctcp", true), ("xdctcp", false), ("kdctcp", true)]
         );
         assert_eq!(checks[6].note, "verifier says no");
+        assert_eq!(checks[6].verified, None);
+        assert_eq!(
+            checks[5].note,
+            "its 14 programs pass the verifier (2000 instructions processed)"
+        );
+        assert_eq!(checks[7].verified.map(|v| v.insns), Some(2000));
         assert!(checks[3].note.ends_with("--mode link"));
         assert_eq!(checks[0].note, "Linux 6.4");
-        let old = report((6, 3), Ok(()), Ok(()), |_| Ok(()));
+        let old = report((6, 3), Ok(()), Ok(()), |_| Ok(Verified::default()));
         assert!(old[3].note.ends_with("--mode map"));
     }
 }

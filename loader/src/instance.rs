@@ -2,10 +2,11 @@
 
 use std::ffi::CStr;
 use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, OpenMapMut};
 use serde::Serialize;
 
@@ -118,17 +119,54 @@ pub fn attach(req: &AttachRequest) -> Result<InstanceDir> {
         armed: true,
     };
 
-    load(req.algo, &staging, &req.name, &fallback, &p, use_link, true)?;
+    let v = load(req.algo, &staging, &req.name, &fallback, &p, use_link, true)?;
     std::fs::rename(&staging.path, &dir.path)
         .with_context(|| format!("moving {} into place", staging.path.display()))?;
     guard.armed = false;
-    tracing::info!(name = %req.name, fallback = %fallback, link = use_link, "attached");
+    tracing::info!(name = %req.name, fallback = %fallback, link = use_link,
+                   programs = v.programs, verified_insns = v.insns, "attached");
     Ok(dir)
+}
+
+/// What the verifier passed of one BPF object: its programs, and the
+/// instructions it processed over all their paths (`verified_insns`, the
+/// figure its 1M complexity limit applies to).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Verified {
+    pub programs: usize,
+    pub insns: u64,
+}
+
+impl Verified {
+    /// Asks the kernel about each loaded program of `object`.
+    fn of(object: &libbpf_rs::Object) -> Result<Verified> {
+        let mut v = Verified::default();
+        for prog in object.progs() {
+            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+            let mut len = std::mem::size_of_val(&info) as u32;
+            // SAFETY: `info` is ours, `len` bytes long; the kernel writes at
+            // most that many.
+            let r = unsafe {
+                libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
+                    prog.as_fd().as_raw_fd(),
+                    (&mut info as *mut libbpf_rs::libbpf_sys::bpf_prog_info).cast(),
+                    &mut len,
+                )
+            };
+            if r != 0 {
+                return Err(std::io::Error::from_raw_os_error(-r))
+                    .with_context(|| format!("asking the kernel about {:?}", prog.name()));
+            }
+            v.programs += 1;
+            v.insns += u64::from(info.verified_insns);
+        }
+        Ok(v)
+    }
 }
 
 /// Loads `algo`'s programs with its default parameters through the
 /// verifier and drops them: nothing is registered or pinned.
-pub fn verify(algo: Algo) -> Result<()> {
+pub fn verify(algo: Algo) -> Result<Verified> {
     let name = "check";
     let p = algo.default_params();
     let dir = InstanceDir::new(name);
@@ -139,11 +177,23 @@ pub fn verify(algo: Algo) -> Result<()> {
 /// A concurrent `detach` of the last other instance may remove the root
 /// between our creating it and our subdirectory: retry then.
 fn create_instance_dir(dir: &InstanceDir) -> Result<()> {
+    retry_not_found(|| std::fs::create_dir_all(&dir.path))
+        .with_context(|| format!("creating {}", dir.path.display()))
+}
+
+/// How many times `create_instance_dir` retries after `NotFound`.
+const CREATE_RETRIES: usize = 5;
+
+/// `create` once and then again after each `NotFound`, up to
+/// `CREATE_RETRIES` more times; any other answer is final.
+fn retry_not_found(mut create: impl FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
     let mut tries = 0;
     loop {
-        match std::fs::create_dir_all(&dir.path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 5 => tries += 1,
-            r => return r.with_context(|| format!("creating {}", dir.path.display())),
+        match create() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < CREATE_RETRIES => {
+                tries += 1
+            }
+            r => return r,
         }
     }
 }
@@ -183,9 +233,10 @@ macro_rules! load_algorithm {
             "loading the BPF programs (the verifier log above says why; a kernel without \
              struct_ops for tcp_congestion_ops or without the tcp_reno_* kfuncs cannot run them)",
         )?;
+        let verified = Verified::of(skel.object())?;
         if !$register {
             // Loaded, not registered: dropping the skeleton frees it all.
-            return Ok(());
+            return Ok(verified);
         }
 
         // The fallback first: the main algorithm may hand sockets to it at once.
@@ -218,7 +269,7 @@ macro_rules! load_algorithm {
         pin_map(&mut skel.maps.data_stats, &dir.stats())?;
         pin_map(&mut skel.maps.data_trace, &dir.trace())?;
         pin_map(&mut skel.maps.events, &dir.events())?;
-        Ok::<(), anyhow::Error>(())
+        Ok::<Verified, anyhow::Error>(verified)
     }};
 }
 
@@ -230,7 +281,7 @@ fn load(
     p: &dctcp_params,
     use_link: bool,
     register: bool,
-) -> Result<()> {
+) -> Result<Verified> {
     match algo {
         Algo::Dctcp => load_algorithm!(
             DctcpSkelBuilder,
@@ -608,6 +659,42 @@ pub fn c_str(bytes: &[std::ffi::c_char]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `create` answering `NotFound` `fails` times, then `last` (`None`:
+    /// created); how the retry ended and how many times it called.
+    fn retried(fails: usize, last: Option<std::io::ErrorKind>) -> (std::io::Result<()>, usize) {
+        let mut calls = 0;
+        let r = retry_not_found(|| {
+            calls += 1;
+            match last {
+                _ if calls <= fails => Err(std::io::ErrorKind::NotFound.into()),
+                None => Ok(()),
+                Some(kind) => Err(kind.into()),
+            }
+        });
+        (r, calls)
+    }
+
+    #[test]
+    fn a_vanished_root_is_retried_five_times_and_other_errors_never() {
+        use std::io::ErrorKind::{AlreadyExists, NotFound, PermissionDenied};
+        // A detach racing the attach: the directory appears on a retry.
+        for fails in [0, 1, CREATE_RETRIES] {
+            let (r, calls) = retried(fails, None);
+            assert!(r.is_ok(), "{fails}: {r:?}");
+            assert_eq!(calls, fails + 1);
+        }
+        // Still gone after every retry: NotFound, after 1 + 5 calls.
+        let (r, calls) = retried(CREATE_RETRIES + 1, None);
+        assert_eq!(r.unwrap_err().kind(), NotFound);
+        assert_eq!(calls, CREATE_RETRIES + 1);
+        // Anything else is answered at once, first try or after a retry.
+        for (fails, kind) in [(0, PermissionDenied), (2, AlreadyExists)] {
+            let (r, calls) = retried(fails, Some(kind));
+            assert_eq!(r.unwrap_err().kind(), kind);
+            assert_eq!(calls, fails + 1);
+        }
+    }
 
     #[test]
     fn a_c_name_ends_at_its_first_nul_or_at_the_array_end() {
