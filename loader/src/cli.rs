@@ -256,8 +256,10 @@ pub enum Command {
     /// be held (struct_ops links from Linux 6.4, the struct_ops map
     /// before), whether bpffs is mounted at /sys/fs/bpf, and, for dctcp,
     /// xdctcp and kdctcp, their programs loaded through the kernel's
-    /// verifier with default parameters and dropped again: nothing is
-    /// registered or pinned. One line per check (or --json); exit status 0
+    /// verifier with default parameters and dropped again (each line gives
+    /// the programs that passed and the instructions the verifier walked in
+    /// them): nothing is registered or pinned. One line per check (or
+    /// --json, where an algorithm's check adds them as `verified`); exit status 0
     /// when every check passes, 1 when one fails (the failed ones are
     /// named), 4 without root.
     Check {
