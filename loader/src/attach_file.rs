@@ -449,14 +449,19 @@ mod sysctl {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(e).with_context(|| format!("reading {}", state.display())),
         };
+        let initial = allowed_is_writable()?;
+        let host_allows = allowed()?;
+        // The default goes back to what was recorded, or off ours where
+        // nothing was (cubic, else reno). Outside the initial namespace the
+        // kernel takes only what the host allows and keeps a reference to
+        // what it refuses (docs/kernels.md): nothing else is offered there.
         let default = read(DEFAULT)?;
-        if ours.contains(&default) {
-            let back = before
-                .as_ref()
-                .map(|b| b.default.clone())
-                .filter(|d| !ours.contains(d))
-                .unwrap_or_else(|| "cubic".to_string());
-            write(DEFAULT, &back)
+        let back = before
+            .as_ref()
+            .map(|b| b.default.clone())
+            .filter(|d| !ours.contains(d) && (initial || host_allows.contains(d)));
+        if ours.contains(&default) || back.as_ref().is_some_and(|b| *b != default) {
+            write(DEFAULT, back.as_deref().unwrap_or("cubic"))
                 .or_else(|_| write(DEFAULT, "reno"))
                 .context("putting back the default congestion control")?;
         }
@@ -470,9 +475,9 @@ mod sysctl {
                 .cloned()
                 .collect()
         };
-        if let Some(b) = &before {
+        if let Some(b) = before.as_ref().filter(|_| initial) {
             let back = others(&b.allowed);
-            if allowed_is_writable()? && back != others(&allowed()?) {
+            if back != others(&host_allows) {
                 write_allowed(&back.into_iter().collect::<Vec<_>>())?;
             }
         }

@@ -367,8 +367,10 @@ fn list_skips_a_directory_without_pins_and_names_it() {
             let _ = std::fs::remove_dir(self.0);
         }
     }
-    let husk = Husk(Path::new("/sys/fs/bpf/dctcp-bpf/t_husk"));
+    // Dropped in reverse: the husk goes first, then the detach of the last
+    // instance takes the root directory along.
     let a = Attached::new("t_beside", &[]);
+    let husk = Husk(Path::new("/sys/fs/bpf/dctcp-bpf/t_husk"));
     std::fs::create_dir_all(husk.0).unwrap();
     let out = loader(&["list", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

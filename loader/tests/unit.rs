@@ -178,6 +178,16 @@ impl Drop for Stop<'_> {
     }
 }
 
+/// One of the kernel's own algorithms the host does not allow (cubic here),
+/// if any: where it allows all there is none.
+fn not_allowed() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap()
+        .split_whitespace()
+        .find(|n| !allowed().iter().any(|a| a == n) && !n.starts_with("t_"))
+        .map(String::from)
+}
+
 /// Detaches on the way out whatever a failing test left attached.
 struct Detach(&'static [&'static str]);
 
@@ -197,20 +207,12 @@ impl Drop for Detach {
 #[test]
 fn start_twice_then_stop_puts_everything_back() {
     let _serial = serial();
-    // One of the kernel's own the host does not allow yet (cubic here; none
-    // where it allows all): it must leave the list again at stop.
-    let theirs: Vec<String> =
-        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
-            .unwrap()
-            .split_whitespace()
-            .filter(|n| !allowed().iter().any(|a| a == n) && !n.starts_with("t_"))
-            .take(1)
-            .map(String::from)
-            .collect();
+    // One of the kernel's own the host does not allow yet: it must leave
+    // the list again at stop.
     let added: Vec<String> = ["t_unitx", "t_unitx_reno"]
         .iter()
         .map(|n| n.to_string())
-        .chain(theirs)
+        .chain(not_allowed())
         .collect();
     let host = Host::initial(&format!(
         "[[attach]]\nalgo = \"dctcp\"\nname = \"t_unit\"\nparams = {{ shift_g = 5 }}\n\
@@ -279,6 +281,35 @@ fn start_twice_then_stop_puts_everything_back() {
     // A second stop finds nothing to do.
     let out = ok(&host.systemd("ExecStop"));
     assert!(out.contains("t_unit was not attached"), "{out}");
+}
+
+/// In a namespace of its own the unit may make an algorithm the host allows
+/// the default; the host's allowed list is not its to change, so its stop
+/// leaves that list as it finds it, even one the host changed meanwhile.
+#[test]
+fn a_stop_in_a_namespace_leaves_the_hosts_allowed_list_alone() {
+    let _serial = serial();
+    let _cleanup = Detach(&["t_unitm"]);
+    let host = Host::new(
+        "[[attach]]\nalgo = \"dctcp\"\nname = \"t_unitm\"\n[sysctl]\ndefault = \"reno\"\n",
+    );
+    let _stop = Stop::new(&host);
+    let default_before = host.sysctl("tcp_congestion_control");
+    ok(&host.systemd("ExecStart"));
+    assert_eq!(host.sysctl("tcp_congestion_control"), "reno");
+    assert!(host.state_file().exists());
+    // The host allows one more meanwhile (`Stop` puts its list back).
+    if let Some(n) = not_allowed() {
+        let list = format!("{} {n}", allowed().join(" "));
+        std::fs::write("/proc/sys/net/ipv4/tcp_allowed_congestion_control", list).unwrap();
+    }
+    let during = allowed();
+    let out = ok(&host.systemd("ExecStop"));
+    assert!(out.contains("detached t_unitm"), "{out}");
+    assert!(!registered("t_unitm"));
+    assert_eq!(host.sysctl("tcp_congestion_control"), default_before);
+    assert_eq!(allowed(), during);
+    assert!(!host.state_file().exists());
 }
 
 /// Elsewhere the kernel takes as default only what the host allows, and

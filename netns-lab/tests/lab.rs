@@ -623,10 +623,19 @@ fn quick_xdctcp_and_variants_labs_write_their_results() {
             .map(|r| r["fct"]["fct_us"]["p50"].as_f64().unwrap())
             .unwrap()
     };
+    // The bound gives way only to what the hypervisor took from xDCTCP's
+    // own run: a run that lost a share s of its CPU stood still for s of
+    // its time, which lengthens its flows by 1 / (1 - s) on average.
     let (px, pd) = (p50("xDCTCP"), p50("DCTCP"));
+    let steal_x = runs
+        .iter()
+        .find(|r| r["label"] == "xDCTCP")
+        .map(|r| r["steal_share"].as_f64().unwrap())
+        .unwrap();
     assert!(
-        px <= 0.85 * pd,
-        "xDCTCP's median {px} us against DCTCP's {pd} us"
+        px <= 0.85 * pd / (1.0 - steal_x),
+        "xDCTCP's median {px} us against DCTCP's {pd} us ({:.1} % of its CPU stolen)",
+        steal_x * 100.0
     );
     // Each run with its own steal (docs/testing.md, "A stolen CPU").
     let long = |label: &str| {
