@@ -187,7 +187,7 @@ vm-test KERNEL="all": _root
 # (the experiments' validation, plans and analysis, the trace's and the
 # faults' readings: unit tests) and switch (tc-qdisc's backends, faults'
 # settings, marker's record: unit tests). SCOPES picks some (default all
-# five; about 2.5 h on 2 CPUs, instance 33 min and preflight 12 min of them).
+# five; about 2.5 h on 2 CPUs, instance 38 min and preflight 12 min of them).
 # Results per mutant in target/mutants-<scope>/mutants.out/. Fails when
 # fewer than MIN percent (default 90) of the viable mutants of the scopes
 # run are caught; missed and timed-out ones count against it.
