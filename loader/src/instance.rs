@@ -138,10 +138,11 @@ pub struct Verified {
 }
 
 impl Verified {
-    /// Asks the kernel about each loaded program of `object`.
+    /// Asks the kernel about each loaded program of `object` (one left out
+    /// of the load has no fd to ask with).
     fn of(object: &libbpf_rs::Object) -> Result<Verified> {
         let mut v = Verified::default();
-        for prog in object.progs() {
+        for prog in object.progs().filter(|p| p.autoload()) {
             let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
             let mut len = std::mem::size_of_val(&info) as u32;
             // SAFETY: `info` is ours, `len` bytes long; the kernel writes at
