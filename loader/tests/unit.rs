@@ -175,6 +175,9 @@ impl Drop for Stop<'_> {
         let ipv4 = |k: &str| format!("/proc/sys/net/ipv4/{k}");
         let _ = std::fs::write(ipv4("tcp_congestion_control"), &self.default);
         let _ = std::fs::write(ipv4("tcp_allowed_congestion_control"), &self.allowed);
+        // And the record of them, which a `restore` that did nothing (a
+        // mutant, 2026-11-29) left for the next start to trust.
+        let _ = std::fs::remove_file(self.host.state_file());
     }
 }
 
