@@ -184,11 +184,9 @@ impl Drop for Stop<'_> {
 /// One of the kernel's own algorithms the host does not allow (cubic here),
 /// if any: where it allows all there is none.
 fn not_allowed() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
-        .unwrap()
-        .split_whitespace()
-        .find(|n| !allowed().iter().any(|a| a == n) && !n.starts_with("t_"))
-        .map(String::from)
+    dctcp_utils::preflight::registered_congestion_controls()
+        .into_iter()
+        .find(|n| !allowed().contains(n) && !n.starts_with("t_"))
 }
 
 /// Detaches on the way out whatever a failing test left attached.
