@@ -74,6 +74,8 @@ pub struct Detour<'a> {
 /// What a faulty link did (struct fault_stats, summed over CPUs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FaultCounts {
+    /// Every TCP segment, of any kind: handshakes and closes too.
+    pub crossed: u64,
     /// Segments of the kind the faults act on.
     pub seen: u64,
     pub dropped: u64,
@@ -90,6 +92,7 @@ pub struct FaultCounts {
 impl From<fault_stats> for FaultCounts {
     fn from(s: fault_stats) -> Self {
         FaultCounts {
+            crossed: s.crossed,
             seen: s.seen,
             dropped: s.dropped,
             ce_bleached: s.ce_bleached,
@@ -227,6 +230,7 @@ mod tests {
                 seen: k,
                 dropped: 2 * k,
                 detour_failed: 3 * k,
+                crossed: 4 * k,
                 ..Default::default()
             };
             dctcp_utils::bytes::to_bytes(&s)
@@ -234,7 +238,10 @@ mod tests {
         let sum: FaultCounts = dctcp_utils::bytes::sum_per_cpu::<fault_stats>(&[cpu(1), cpu(10)])
             .unwrap()
             .into();
-        assert_eq!((sum.seen, sum.dropped, sum.detour_failed), (11, 22, 33));
+        assert_eq!(
+            (sum.seen, sum.dropped, sum.detour_failed, sum.crossed),
+            (11, 22, 33, 44)
+        );
         assert_eq!(sum.reordered, 0);
     }
 }

@@ -339,9 +339,11 @@ pub fn run(
     let cc_trace = recorder.map(Recorder::finish).transpose()?;
     let end_q = qdisc_stats::read(&ns, &dev)?;
     let end_m = switch.stats()?;
-    let rx = switch.rx_flows()?;
     let trace = switch.take_trace()?;
     let faults = faults.map(Faults::finish).transpose()?;
+    // Once the faults' detour has stopped, so that the receiver has counted
+    // all it will of what they let through.
+    let rx = switch.rx_flows()?;
     drop(switch);
     let element = star.stop_delay()?;
     let rtt = star.rtt_measured(

@@ -117,6 +117,18 @@ pub fn judge_random_loss(ours: &Value, cubic: &Value, p: f64, rate_bps: f64) {
             binomial(dropped, seen, p),
             "{what}: dropped {dropped} of {seen} at {p}"
         );
+        // The receiver's counter rides after the faults on the same hook.
+        let rx: u64 = o["rx"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| u(&f["pkts"]))
+            .sum();
+        assert_eq!(
+            rx,
+            u(&d["crossed"]) - dropped,
+            "{what}: the receiver counted {rx}, not what the faults let through: {d}"
+        );
         let retrans = senders(o, "total_retrans");
         assert!(
             retrans as f64 >= 0.6 * dropped as f64,

@@ -76,6 +76,7 @@ static __always_inline int fault(struct __sk_buff *ctx)
 	s = bpf_map_lookup_elem(&stats, &zero);
 	if (!s)
 		return TCX_NEXT;
+	s->crossed++;
 	tcp_off = ETH_HLEN + p.ihl;
 
 	/* A middlebox that bleaches ECN clears it on whatever crosses. */

@@ -192,6 +192,8 @@ struct fault_config {
 
 /* Counters of one faulty link, per CPU. */
 struct fault_stats {
+	u64 crossed;       /* every TCP segment, of any kind (once, not again
+			    * back from the detour) */
 	u64 seen;          /* segments of the kind the faults act on */
 	u64 dropped;
 	u64 ce_bleached;   /* arrived CE, left Not-ECT */
