@@ -2,7 +2,7 @@
 
 use std::ffi::CStr;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -143,21 +143,7 @@ impl Verified {
     fn of(object: &libbpf_rs::Object) -> Result<Verified> {
         let mut v = Verified::default();
         for prog in object.progs().filter(|p| p.autoload()) {
-            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
-            let mut len = std::mem::size_of_val(&info) as u32;
-            // SAFETY: `info` is ours, `len` bytes long; the kernel writes at
-            // most that many.
-            let r = unsafe {
-                libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
-                    prog.as_fd().as_raw_fd(),
-                    (&mut info as *mut libbpf_rs::libbpf_sys::bpf_prog_info).cast(),
-                    &mut len,
-                )
-            };
-            if r != 0 {
-                return Err(std::io::Error::from_raw_os_error(-r))
-                    .with_context(|| format!("asking the kernel about {:?}", prog.name()));
-            }
+            let info = dctcp_utils::prog_info::of(prog.as_fd(), &prog.name().to_string_lossy())?;
             v.programs += 1;
             v.insns += u64::from(info.verified_insns);
         }

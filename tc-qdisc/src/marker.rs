@@ -5,6 +5,7 @@
 
 use std::mem::MaybeUninit;
 use std::net::Ipv4Addr;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::time::Duration;
 
@@ -99,6 +100,9 @@ pub struct BpfSwitch {
     batches: MapHandle,
     reader: Option<RingDrainer<queue_sample>>,
     departures: Option<RingDrainer<queue_departure>>,
+    /// The departure probe, to ask the kernel how many of its runs it
+    /// skipped (the link holds the program; this fd only asks).
+    dequeue_prog: Option<OwnedFd>,
     _pins: Option<LivePins>,
 }
 
@@ -317,6 +321,9 @@ impl BpfSwitch {
             probe,
             hook::attach(&skel.progs.receiver_ingress, rx_ns, rx_if, Position::Last)?,
         ];
+        let dequeue_prog = departures
+            .then(|| skel.progs.bottleneck_dequeue.as_fd().try_clone_to_owned())
+            .transpose()?;
         if departures {
             links.push(Attached::Link(
                 skel.progs
@@ -352,12 +359,26 @@ impl BpfSwitch {
             batches,
             reader,
             departures,
+            dequeue_prog,
         })
     }
 
     /// Marker counters, summed over CPUs.
     pub fn stats(&self) -> Result<marker_stats> {
         crate::pins::sum_stats(&self.stats)
+    }
+
+    /// Runs of the departure probe the kernel skipped because it was
+    /// already running on that CPU (`recursion_misses`): each a departure
+    /// not counted. None without the probe.
+    pub fn departure_misses(&self) -> Result<Option<u64>> {
+        self.dequeue_prog
+            .as_ref()
+            .map(|fd| {
+                dctcp_utils::prog_info::of(fd.as_fd(), "bottleneck_dequeue")
+                    .map(|i| i.recursion_misses)
+            })
+            .transpose()
     }
 
     /// What the receiver saw, per flow.

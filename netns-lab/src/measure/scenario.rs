@@ -95,6 +95,9 @@ pub struct ProbeCheck {
     /// were sampled and departures not recorded), beside the qdisc's sent count.
     pub probe_departed: u64,
     pub qdisc_sent: u64,
+    /// Runs of the departure probe the kernel skipped, the probe already
+    /// running on that CPU (0 without departures).
+    pub departure_misses: u64,
     /// Marks made (BPF marker, or the qdisc's own count).
     pub marks: u64,
     /// CE packets the receiver saw.
@@ -339,6 +342,7 @@ pub fn run(
     let cc_trace = recorder.map(Recorder::finish).transpose()?;
     let end_q = qdisc_stats::read(&ns, &dev)?;
     let end_m = switch.stats()?;
+    let departure_misses = switch.departure_misses()?.unwrap_or(0);
     let trace = switch.take_trace()?;
     let faults = faults.map(Faults::finish).transpose()?;
     // Once the faults' detour has stopped, so that the receiver has counted
@@ -423,6 +427,7 @@ pub fn run(
             qdisc_drops: end_q.drops,
             probe_departed: end_m.departed,
             qdisc_sent: end_q.sent_packets,
+            departure_misses,
             marks: end_m.marked + end_q.marks,
             receiver_ce: rx_ce,
         },
