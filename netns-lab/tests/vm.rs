@@ -382,14 +382,13 @@ fn kernel_dctcp_converges_like_bpf_dctcp_on_red() {
         // (bpf_dctcp) against cubic's 0.549-0.772; mean CoV 0.088-0.133
         // against cubic's 0.507-0.656. Four more on 2026-11-27 (a fresh
         // clone's suite and three tier runs): 0.968-0.999 and 0.945-0.994,
-        // CoV 0.094-0.144; 0.945 is the nearest any run came to 0.90.
+        // CoV 0.094-0.144. A fresh clone on 2026-11-29: dctcp 0.918 (three
+        // flows), bpf_dctcp 0.982, and cubic 0.911: cubic's mean rates over
+        // a phase's 2.5 s second half are sometimes as even as DCTCP's, so
+        // Jain against cubic is no finding (it was asserted 0.10 above
+        // cubic's, and failed there). What the paper finds (Fig. 16) is the
+        // variation, asserted below: CoV 0.131 against cubic's 0.671 then.
         assert!(min_jain(r) >= 0.90, "{v}: min Jain {}", min_jain(r));
-        assert!(
-            min_jain(r) >= min_jain(cubic) + 0.10,
-            "{v}: min Jain {} against cubic's {}",
-            min_jain(r),
-            min_jain(cubic)
-        );
         assert!(
             mean_cov(r) <= 0.5 * mean_cov(cubic),
             "{v}: CoV {} against cubic's {}",
