@@ -445,21 +445,8 @@ fn before_tcx_faults_ride_clsact_ahead_of_the_receivers_counter() {
     );
     assert_eq!(d["reordered"], d["returned"], "detoured segments lost: {d}");
     assert_eq!(n(&d["detour_failed"]), 0, "{d}");
-    // The receiver's counter comes after the faults on the same hook: it
-    // counts exactly what they let through, handshakes and closes included
-    // (which the faults count as crossed, and leave alone). Before them it
-    // would count the dropped too (about 70 data segments here).
-    let rx: u64 = r["rx"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| n(&f["pkts"]))
-        .sum();
-    let passed = n(&d["crossed"]) - n(&d["dropped"]);
-    assert_eq!(
-        rx, passed,
-        "receiver counted {rx}, the faults let {passed} segments through: {d}"
-    );
+    // Before the faults the counter would count about 70 data segments more.
+    common::faults::assert_receiver_counts_what_the_faults_let_through(&r, "clsact");
     assert!(r["flows"]
         .as_array()
         .unwrap()
