@@ -179,6 +179,18 @@ fn quick_queue_experiment_reproduces_the_shape_of_fig1() {
             p["qdisc_sent"].as_u64().unwrap(),
         );
         assert!(pd.abs_diff(qs) <= 5 + qs / 40, "{p}");
+        // The utilization counts the window's departures from the arrivals
+        // instead (the queue the first found, plus what was queued, less
+        // what the last found): over the same span the tracepoint falls
+        // short by what it skips and no more; a count from arrivals that
+        // went wrong (a queue length misread, an arrival counted twice or
+        // not at all) leaves that band by the queue's size or more.
+        let w = &p["window_departed"];
+        let (ba, bt) = (
+            w["by_arrivals"].as_u64().unwrap(),
+            w["by_tracepoint"].as_u64().unwrap(),
+        );
+        assert!(bt <= ba + 2 && ba - bt.min(ba) <= 5 + ba / 40, "{p}");
         // The queue over time, rebuilt from arrivals and departures, tells
         // the arrivals' story: cubic's standing queue reads the same either
         // way; DCTCP's stays near K.

@@ -55,9 +55,6 @@ impl QueueTrace {
         if self.departures.is_empty() {
             return None;
         }
-        let enqueued = |s: &queue_sample| {
-            s.action != queue_action_QA_DROP as u8 && s.action != queue_action_QA_TAILDROP as u8
-        };
         let mut events: Vec<(u64, u32)> = self
             .samples
             .iter()
@@ -91,6 +88,38 @@ impl QueueTrace {
                 .sum(),
         )
     }
+
+    /// The arrivals at or after `from_ns` and before `to_ns`, plus the first
+    /// after them (the span ends at it, or at the last of them when none
+    /// came later) as a range of `samples`; None when fewer than two.
+    pub fn arrival_span(&self, from_ns: u64, to_ns: u64) -> Option<std::ops::Range<usize>> {
+        let first = self.samples.partition_point(|s| s.ts_ns < from_ns);
+        let last = self
+            .samples
+            .partition_point(|s| s.ts_ns < to_ns)
+            .min(self.samples.len().checked_sub(1)?);
+        (last > first).then_some(first..last)
+    }
+
+    /// Packets that left the queue from the first arrival of `span` to the
+    /// one that ends it ([`Self::arrival_span`]), counted from the arrivals
+    /// alone: the queue the first found, plus what was queued since, less
+    /// the queue the last found. It needs every arrival (the switch records
+    /// them all where it records departures) and no dequeue event: the
+    /// kernel's qdisc_dequeue tracepoint skips some bulk dequeues on 6.18
+    /// (docs/lab/README.md, "Probes"). A queue length read while another CPU
+    /// enqueues may be one off: a packet or two at either end.
+    pub fn departed_by_arrivals(&self, span: std::ops::Range<usize>) -> u64 {
+        let (a, b) = (&self.samples[span.start], &self.samples[span.end]);
+        let queued = self.samples[span].iter().filter(|s| enqueued(s)).count();
+        (u64::from(a.qlen) + queued as u64).saturating_sub(u64::from(b.qlen))
+    }
+}
+
+/// Whether the qdisc took this arrival in (the marker dropped it, or the
+/// qdisc's limit would).
+fn enqueued(s: &queue_sample) -> bool {
+    s.action != queue_action_QA_DROP as u8 && s.action != queue_action_QA_TAILDROP as u8
 }
 
 pub struct BpfSwitch {
@@ -534,6 +563,29 @@ mod tests {
         assert_eq!(trace.departed_between(40, 50), Some(1));
         assert_eq!(trace.departed_between(0, 60), Some(2));
         assert_eq!(QueueTrace::default().departed_between(0, 60), None);
+        // From the arrivals alone, once one at 60 finds the queue empty:
+        // from 10 (queue 0) to 60 (queue 0) two were queued (the tail drop
+        // was not), so two left, as the departures say.
+        let mut later = QueueTrace {
+            samples: trace.samples.clone(),
+            departures: trace.departures.clone(),
+        };
+        later.samples.push(arrival(60, 0, 0));
+        assert_eq!(later.arrival_span(0, 60), Some(0..3));
+        assert_eq!(later.departed_by_arrivals(0..3), 2);
+        assert_eq!(later.departed_between(10, 60), Some(2));
+        // From 20 (queue 1) to the last, which ends the span when none comes
+        // after its end: the one found at 20 and the one queued then left.
+        assert_eq!(later.arrival_span(15, 99), Some(1..3));
+        assert_eq!(later.departed_by_arrivals(1..3), 2);
+        // From 10 to 20 nothing left: queue 0, one queued, 1 found.
+        assert_eq!(later.arrival_span(0, 15), Some(0..1));
+        assert_eq!(later.departed_by_arrivals(0..1), 0);
+        // An arrival at `from_ns` opens the span; one at `to_ns` closes it.
+        assert_eq!(later.arrival_span(20, 30), Some(1..2));
+        // Fewer than two arrivals: no span.
+        assert_eq!(later.arrival_span(55, 99), None);
+        assert_eq!(QueueTrace::default().arrival_span(0, 99), None);
         // Two events at one instant: the first held the queue for no time
         // and is no step.
         let mut same = trace;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use dctcp_utils::clock::monotonic_ns;
 use serde::Serialize;
-use tc_qdisc::intf::{marker_stats, queue_sample};
+use tc_qdisc::intf::{marker_stats, queue_action_QA_TAILDROP, queue_sample};
 use tc_qdisc::qdisc_stats::{self, QdiscCounters};
 use tc_qdisc::{Bottleneck, BpfSwitch, RxFlow};
 
@@ -98,10 +98,22 @@ pub struct ProbeCheck {
     /// Runs of the departure probe the kernel skipped, the probe already
     /// running on that CPU (0 without departures).
     pub departure_misses: u64,
+    /// The window's departures counted both ways (None without departures
+    /// or with arrivals lost to a full ring): the utilization's count.
+    pub window_departed: Option<WindowDepartures>,
     /// Marks made (BPF marker, or the qdisc's own count).
     pub marks: u64,
     /// CE packets the receiver saw.
     pub receiver_ce: u64,
+}
+
+/// Packets that left the queue from the window's first arrival to the one
+/// after its end, counted from the arrivals and from the dequeue tracepoint.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WindowDepartures {
+    pub span_ns: u64,
+    pub by_arrivals: u64,
+    pub by_tracepoint: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -371,14 +383,43 @@ pub fn run(
         let empty = if empty > 0.0 { empty / held } else { 0.0 };
         (weighted_summary(&pairs), empty)
     });
-    // From the departure probe where it ran: its timestamps are the kernel's,
-    // where the qdisc's byte counter is read through `tc` some time after the
-    // tick (a share of a short window in the VM tier). Lab data packets are
-    // full size, so packets x wire size is the bytes sent.
-    let sent = trace
-        .departed_between(t0, end_ns)
-        .map(|p| p * u64::from(tc_qdisc::backend::PKT_BYTES))
-        .unwrap_or(at_end.1.sent_bytes - q0.sent_bytes);
+    // What left the queue in the window, from the probe where it recorded
+    // every arrival: its timestamps are the kernel's, where the qdisc's byte
+    // counter is read through `tc` some time after the tick (a share of a
+    // short window in the VM tier). Counted from the arrivals, which it sees
+    // all of (unless its ring overflowed), not from the dequeue tracepoint,
+    // which on 6.18 skips some bulk dequeues; the two counts go to
+    // `probe_check`. Lab data packets are full size, so packets x wire size
+    // is the bytes sent.
+    let span = (!trace.departures.is_empty() && end_m.ring_full == 0)
+        .then(|| trace.arrival_span(t0, end_ns))
+        .flatten();
+    let window_departed = span.map(|span| {
+        let (from, to) = (
+            trace.samples[span.start].ts_ns,
+            trace.samples[span.end].ts_ns,
+        );
+        // A drop the probe did not foresee (a RED qdisc's early drop; the
+        // probe predicts only the limit's) was never queued: the qdisc's
+        // count, read at the ticks, says how many.
+        let foreseen = trace.samples[span.clone()]
+            .iter()
+            .filter(|s| s.action == queue_action_QA_TAILDROP as u8)
+            .count() as u64;
+        let unforeseen = (at_end.1.drops - q0.drops).saturating_sub(foreseen);
+        WindowDepartures {
+            span_ns: to - from,
+            by_arrivals: trace.departed_by_arrivals(span).saturating_sub(unforeseen),
+            by_tracepoint: trace.departed_between(from, to).unwrap_or(0),
+        }
+    });
+    let (sent, sent_s) = match &window_departed {
+        Some(w) if w.span_ns > 0 => (
+            w.by_arrivals * u64::from(tc_qdisc::backend::PKT_BYTES),
+            w.span_ns as f64 / 1e9,
+        ),
+        _ => (at_end.1.sent_bytes - q0.sent_bytes, window_s),
+    };
     let samples: Vec<queue_sample> = trace
         .samples
         .into_iter()
@@ -386,7 +427,7 @@ pub fn run(
         .collect();
     let qlens: Vec<f64> = samples.iter().map(|s| f64::from(s.qlen)).collect();
     let empty = qlens.iter().filter(|&&q| q == 0.0).count() as f64 / qlens.len().max(1) as f64;
-    let utilization = sent as f64 * 8.0 / (scn.bottleneck.rate_bps as f64 * window_s);
+    let utilization = sent as f64 * 8.0 / (scn.bottleneck.rate_bps as f64 * sent_s);
     let bpf_marks = end_m.marked - m0.marked;
     let qdisc_marks = end_q.marks - q0.marks;
     let drops = (end_q.drops - q0.drops) + (end_m.dropped - m0.dropped);
@@ -428,6 +469,7 @@ pub fn run(
             probe_departed: end_m.departed,
             qdisc_sent: end_q.sent_packets,
             departure_misses,
+            window_departed,
             marks: end_m.marked + end_q.marks,
             receiver_ce: rx_ce,
         },
