@@ -140,7 +140,8 @@ fn stripped_ecn_negotiation_falls_back_and_counts_it() {
 }
 
 /// 10 % of the receiver's pure ACKs lost: cumulative ACKs cover for them,
-/// no flow stalls, and the ECN echo stays true: the share of delivered
+/// no flow stalls but for one rare retransmission timeout (`judge_ack_loss`
+/// says when), and the ECN echo stays true: the share of delivered
 /// packets bpf_dctcp counts as ECE-echoed (F) is within 10 % of the share
 /// of packets that arrived CE-marked (the two differ by 2-4 % with no loss;
 /// 1.3-3.2 % under this loss over 6 rounds, ACK loss 9.7-10.2 %).
@@ -157,6 +158,16 @@ fn ack_loss_stalls_nothing_and_keeps_the_ce_echo() {
     let o = outcome(&dir, "100M-bpf_dctcp-bpf-step");
     judge_ack_loss(&o, RATE_BPS);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What counts as a stall: runs of intervals under a tenth of the median.
+#[test]
+fn stalls_are_runs_under_a_tenth_of_the_median() {
+    use common::faults::stalls;
+    // Median 100, floor 10: 9 is a stall, 10 is not.
+    let s = [100, 9, 0, 100, 10, 100, 100, 5, 100, 0];
+    assert_eq!(stalls(&s), vec![2, 1, 1]);
+    assert!(stalls(&[100, 100, 10, 100]).is_empty());
 }
 
 /// 1 % of data segments reordered (held on the detour about four packets'

@@ -104,18 +104,17 @@ pub fn ecn_flows(o: &Value) -> usize {
         .count()
 }
 
-/// The most consecutive intervals of a flow's series that delivered under a
-/// tenth of its median: a flow stalled there.
-pub fn longest_stall(series: &[u64]) -> usize {
+/// Each run of consecutive intervals of a flow's series that delivered under
+/// a tenth of its median (the flow stalled there), as its length.
+pub fn stalls(series: &[u64]) -> Vec<usize> {
     let mut sorted = series.to_vec();
     sorted.sort_unstable();
     let floor = sorted[sorted.len() / 2] / 10;
-    let (mut run, mut longest) = (0, 0);
-    for &b in series {
-        run = if b < floor { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    longest
+    series
+        .chunk_by(|a, b| (*a < floor) == (*b < floor))
+        .filter(|run| run[0] < floor)
+        .map(<[u64]>::len)
+        .collect()
 }
 
 /// Whether `hits` of `n` draws is a plausible outcome of probability `p`:
@@ -208,16 +207,31 @@ pub fn judge_ack_loss(o: &Value, rate_bps: f64) {
         binomial(u(&a["dropped"]), u(&a["seen"]), 0.1),
         "ACK loss: {a}"
     );
+    // Cumulative ACKs cover for the lost ones: no flow stalls, but for a rare
+    // retransmission timeout when every ACK of a flight and the tail probe's
+    // were lost. A fresh clone of 8a4bb35 (2026-11-29) had one: a 100 ms
+    // interval at 0, one spurious retransmission, no drop; 100 pinned runs
+    // the same hour had none (one retransmission, no stall). So: at most one
+    // stall a run, at most 3 intervals long (a 200 ms minimum RTO across
+    // interval edges; a backed-off second one is longer), in a flow that
+    // retransmitted. A sender that stops for any other reason fails it.
+    let mut timeouts = 0;
     for fl in o["flows"].as_array().unwrap() {
         let series: Vec<u64> = fl["series"].as_array().unwrap().iter().map(u).collect();
         let after_warmup = &series[series.len() / 4..series.len() - 1];
-        let stall = longest_stall(after_warmup);
-        assert_eq!(
-            stall, 0,
-            "stalled intervals in a row (guard repairs {}): {series:?}",
+        let stalls = stalls(after_warmup);
+        let what = format!(
+            "stalls {stalls:?} (guard repairs {}): {fl}",
             o["guard_repairs"]
         );
+        assert!(stalls.iter().all(|&n| n <= 3), "{what}");
+        assert!(
+            stalls.is_empty() || u(&fl["info"]["total_retrans"]) >= 1,
+            "a stall with no retransmission: {what}"
+        );
+        timeouts += stalls.len();
     }
+    assert!(timeouts <= 1, "{timeouts} stalls in one run");
     let (delivered, ce) = (
         traced(o, "sender_delivered"),
         traced(o, "sender_delivered_ce"),
