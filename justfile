@@ -244,6 +244,7 @@ mutants *ARGS: _root
         switch)
             fns='name|marks|at|from_str|fmt|red_step|kernel_qdisc|runs_on|validate|child_qdisc|marker_config|step|wlog'
             fns="$fns|effective_weight|to_bpf|is_none|threshold|from|over_time|departed_between|kernel_suffices|burst_bytes"
+            fns="$fns|arrival_span|departed_by_arrivals|enqueued"
             cargo mutants "${out[@]}" -p tc-qdisc -f tc-qdisc/src/backend.rs -f tc-qdisc/src/faults.rs \
                 -f tc-qdisc/src/marker.rs -f tc-qdisc/src/bottleneck.rs --re "$(named "$fns")" {{ARGS}} -C --lib ;;
         *) echo "just mutants: no scope $scope (analysis, instance, preflight, experiments, switch)" >&2; exit 2 ;;
