@@ -109,15 +109,25 @@ impl QueueTrace {
     /// kernel's qdisc_dequeue tracepoint skips some bulk dequeues on 6.18
     /// (docs/lab/README.md, "Probes"). A queue length read while another CPU
     /// enqueues may be one off: a packet or two at either end.
-    pub fn departed_by_arrivals(&self, span: std::ops::Range<usize>) -> u64 {
+    /// `qdisc_drops` is the qdisc's own drop count over the span: a drop the
+    /// probe did not foresee (a RED qdisc's early drop; it predicts only the
+    /// limit's) was never queued either.
+    pub fn departed_by_arrivals(&self, span: std::ops::Range<usize>, qdisc_drops: u64) -> u64 {
         let (a, b) = (&self.samples[span.start], &self.samples[span.end]);
-        let queued = self.samples[span].iter().filter(|s| enqueued(s)).count();
-        (u64::from(a.qlen) + queued as u64).saturating_sub(u64::from(b.qlen))
+        let arrivals = &self.samples[span];
+        let queued = arrivals.iter().filter(|s| enqueued(s)).count() as u64;
+        let foreseen = arrivals
+            .iter()
+            .filter(|s| s.action == queue_action_QA_TAILDROP as u8)
+            .count() as u64;
+        (u64::from(a.qlen) + queued)
+            .saturating_sub(u64::from(b.qlen))
+            .saturating_sub(qdisc_drops.saturating_sub(foreseen))
     }
 }
 
-/// Whether the qdisc took this arrival in (the marker dropped it, or the
-/// qdisc's limit would).
+/// Whether the qdisc took this arrival in: not when the marker dropped it
+/// or the qdisc's limit would.
 fn enqueued(s: &queue_sample) -> bool {
     s.action != queue_action_QA_DROP as u8 && s.action != queue_action_QA_TAILDROP as u8
 }
@@ -572,15 +582,18 @@ mod tests {
         };
         later.samples.push(arrival(60, 0, 0));
         assert_eq!(later.arrival_span(0, 60), Some(0..3));
-        assert_eq!(later.departed_by_arrivals(0..3), 2);
+        assert_eq!(later.departed_by_arrivals(0..3, 0), 2);
+        // One drop the qdisc counted beyond the foreseen tail drop: one fewer left.
+        assert_eq!(later.departed_by_arrivals(0..3, 2), 1);
+        assert_eq!(later.departed_by_arrivals(0..3, 1), 2);
         assert_eq!(later.departed_between(10, 60), Some(2));
         // From 20 (queue 1) to the last, which ends the span when none comes
         // after its end: the one found at 20 and the one queued then left.
         assert_eq!(later.arrival_span(15, 99), Some(1..3));
-        assert_eq!(later.departed_by_arrivals(1..3), 2);
+        assert_eq!(later.departed_by_arrivals(1..3, 0), 2);
         // From 10 to 20 nothing left: queue 0, one queued, 1 found.
         assert_eq!(later.arrival_span(0, 15), Some(0..1));
-        assert_eq!(later.departed_by_arrivals(0..1), 0);
+        assert_eq!(later.departed_by_arrivals(0..1, 0), 0);
         // An arrival at `from_ns` opens the span; one at `to_ns` closes it.
         assert_eq!(later.arrival_span(20, 30), Some(1..2));
         // Fewer than two arrivals: no span.

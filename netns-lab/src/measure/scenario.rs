@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use dctcp_utils::clock::monotonic_ns;
 use serde::Serialize;
-use tc_qdisc::intf::{marker_stats, queue_action_QA_TAILDROP, queue_sample};
+use tc_qdisc::intf::{marker_stats, queue_sample};
 use tc_qdisc::qdisc_stats::{self, QdiscCounters};
 use tc_qdisc::{Bottleneck, BpfSwitch, RxFlow};
 
@@ -399,17 +399,9 @@ pub fn run(
             trace.samples[span.start].ts_ns,
             trace.samples[span.end].ts_ns,
         );
-        // A drop the probe did not foresee (a RED qdisc's early drop; the
-        // probe predicts only the limit's) was never queued: the qdisc's
-        // count, read at the ticks, says how many.
-        let foreseen = trace.samples[span.clone()]
-            .iter()
-            .filter(|s| s.action == queue_action_QA_TAILDROP as u8)
-            .count() as u64;
-        let unforeseen = (at_end.1.drops - q0.drops).saturating_sub(foreseen);
         WindowDepartures {
             span_ns: to - from,
-            by_arrivals: trace.departed_by_arrivals(span).saturating_sub(unforeseen),
+            by_arrivals: trace.departed_by_arrivals(span, at_end.1.drops - q0.drops),
             by_tracepoint: trace.departed_between(from, to).unwrap_or(0),
         }
     });
