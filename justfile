@@ -181,13 +181,14 @@ vm-test KERNEL="all": _root
 # cargo-mutants over five scopes, each against the tests that reach it:
 # analysis (the lab's statistics, theory, schedule, fairness and units,
 # the loader's parameters, algorithms and model: unit tests), instance
-# (attach/detach and the attach file: the lifecycle, unit-file and traffic
-# tests, whose `loader flows` reads the attached names), preflight (the
-# kernel probes in dctcp-utils: the loader's lifecycle tests), experiments
-# (the experiments' validation, plans and analysis, the trace's and the
-# faults' readings: unit tests) and switch (tc-qdisc's backends, faults'
-# settings, marker's record: unit tests). SCOPES picks some (default all
-# five; about 2.5 h on 2 CPUs, instance 38 min and preflight 12 min of them).
+# (attach/detach, the attach file and `loader check`: the lifecycle,
+# unit-file and traffic tests, whose `loader flows` reads the attached
+# names), preflight (the kernel probes in dctcp-utils: the loader's
+# lifecycle tests), experiments (the experiments' validation, plans and
+# analysis, the trace's and the faults' readings: unit tests) and switch
+# (tc-qdisc's backends, faults' settings, marker's record: unit tests).
+# SCOPES picks some (default all five; about 2.5 h on 2 CPUs, instance
+# 38 min and preflight 12 min of them).
 # Results per mutant in target/mutants-<scope>/mutants.out/. Fails when
 # fewer than MIN percent (default 90) of the viable mutants of the scopes
 # run are caught; missed and timed-out ones count against it.
@@ -213,7 +214,8 @@ mutants *ARGS: _root
                 -f netns-lab/src/measure/fairness.rs -f netns-lab/src/units.rs -f loader/src/params.rs \
                 -f loader/src/algo.rs -f loader/src/model.rs {{ARGS}} -C --lib ;;
         instance)
-            cargo mutants "${out[@]}" -p loader -f loader/src/instance.rs -f loader/src/attach_file.rs {{ARGS}} \
+            cargo mutants "${out[@]}" -p loader -f loader/src/instance.rs -f loader/src/attach_file.rs \
+                -f loader/src/check.rs {{ARGS}} \
                 -C --lib -C --test=lifecycle -C --test=detach_all -C --test=unit -C --test=traffic ;;
         preflight)
             # cargo-mutants 27 runs its baseline on the mutated package's own
