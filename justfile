@@ -187,8 +187,9 @@ vm-test KERNEL="all": _root
 # lifecycle tests), experiments (the experiments' validation, plans and
 # analysis, the trace's and the faults' readings: unit tests) and switch
 # (tc-qdisc's backends, faults' settings, marker's record: unit tests).
-# SCOPES picks some (default all five; about 2.5 h on 2 CPUs, instance
-# 38 min and preflight 12 min of them).
+# SCOPES picks some (default all five: 2 h 53 min on 2 CPUs at 46356d7;
+# SCOPES="analysis instance preflight" and "experiments switch" in two
+# clones side by side took 96 min, docs/testing.md).
 # Results per mutant in target/mutants-<scope>/mutants.out/. Fails when
 # fewer than MIN percent (default 90) of the viable mutants of the scopes
 # run are caught; missed and timed-out ones count against it.
@@ -269,8 +270,8 @@ mutants *ARGS: _root
     echo "just mutants: $caught of $total viable mutants caught ($((100 * caught / total)) %; the gate is $min %)"
     [ $((100 * caught)) -ge $((min * total)) ] || { echo "just mutants: below $min %: the missed ones are in target/mutants-*/mutants.out/missed.txt" >&2; exit 1; }
 
-# The slow tier, which CI does not run (about 4 hours on 2 CPUs, 2.5 of them
-# `just mutants`): the headline findings on long runs
+# The slow tier, which CI does not run (about 4 hours on 2 CPUs, nearly 3
+# of them `just mutants`): the headline findings on long runs
 # (netns-lab/tests/findings.rs), the VM tier on Debian's 7.3, every loader
 # test on Debian's 6.1, `just mutants` (the share of caught mutants
 # against its gate) and `just mutants-bpf` (no survivor), each run whatever

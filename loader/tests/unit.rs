@@ -313,6 +313,40 @@ fn a_stop_in_a_namespace_leaves_the_hosts_allowed_list_alone() {
     assert!(!host.state_file().exists());
 }
 
+/// A record the stop cannot read (a directory in its place here, a disk
+/// error elsewhere) ends the stop before anything changes, naming the
+/// file: taken for no record, it would leave a default the start changed
+/// (cargo-mutants, 2026-11-29: `NotFound` widened to every error).
+#[test]
+fn a_stop_that_cannot_read_its_record_names_it_and_changes_nothing() {
+    let _serial = serial();
+    let _cleanup = Detach(&["t_unitr"]);
+    let host = Host::new(
+        "[[attach]]\nalgo = \"dctcp\"\nname = \"t_unitr\"\n[sysctl]\ndefault = \"reno\"\n",
+    );
+    let _stop = Stop::new(&host);
+    ok(&host.systemd("ExecStart"));
+    let record = host.state_file();
+    std::fs::remove_file(&record).unwrap();
+    std::fs::create_dir(&record).unwrap();
+    // Gone before `_stop` runs the stop again.
+    let unreadable = TempDir(record.clone());
+    let out = host.systemd("ExecStop");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("reading {}", record.display())),
+        "{}",
+        stderr(&out)
+    );
+    assert!(registered("t_unitr"));
+    assert_eq!(host.sysctl("tcp_congestion_control"), "reno");
+    // Once it is readable (absent: nothing recorded) the stop goes through.
+    drop(unreadable);
+    let out = ok(&host.systemd("ExecStop"));
+    assert!(out.contains("detached t_unitr"), "{out}");
+    assert!(!registered("t_unitr"));
+}
+
 /// Elsewhere the kernel takes as default only what the host allows, and
 /// the allowed list is the initial namespace's to change: refused before
 /// anything loads (a default the kernel refuses stays referenced by it).
