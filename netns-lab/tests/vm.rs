@@ -144,7 +144,7 @@ fn check_dctcp(r: &Value, what: &str) {
 /// count) and by the dequeue tracepoint, which misses nothing here: the same
 /// but for a queue length read while another CPU enqueued (equal in all
 /// 28 windows of 2026-11-29: 11 on 6.12, 10 on 6.1, 7 earlier that day
-/// on both; cubic's 1-24 drops included; docs/testing.md).
+/// on both; cubic's 0-24 drops included; docs/testing.md).
 fn departures_agree(r: &Value, what: &str) {
     let p = &r["probe_check"];
     let w = &p["window_departed"];
