@@ -8,7 +8,7 @@ export PATH := env_var('HOME') + "/.cargo/bin:" + env_var('PATH')
 loader := "target/release/loader"
 
 # BPF programs this project loads, as `bpftool prog show` names them
-our_progs := " name ([xk]?dctcp_|dump_tcp|bottleneck_egre|receiver_ingre)"
+our_progs := " name ([xk]?dctcp_|prague_|dump_tcp|bottleneck_egre|receiver_ingre)"
 
 # Show the recipes
 default:

@@ -27,12 +27,6 @@ struct dctcp_stats stats SEC(".data.stats");
 /* n of this algorithm's cut for this socket now, in 1/DCTCP_ONE. */
 static __always_inline u32 dctcp_algo_reduction(struct sock *sk);
 
-#define DCTCP_CAT_(a, b) a##_##b
-#define DCTCP_CAT(a, b) DCTCP_CAT_(a, b)
-#define DCTCP_PROG(op) DCTCP_CAT(DCTCP_ALGO, op)
-/* BPF_PROG pastes the name it is given: expand DCTCP_PROG() first. */
-#define DCTCP_BPF_PROG(name, args...) BPF_PROG(name, ##args)
-
 /* The guard (dctcp_core_guard), unless `guard=0`: on a kernel where it
  * never repairs anything, it is pure overhead. */
 static __always_inline void dctcp_guard(struct sock *sk)
@@ -196,49 +190,6 @@ struct tcp_congestion_ops DCTCP_ALGO = {
 	.name = DCTCP_ALGO_NAME,
 };
 
-/*
- * The Reno fallback: Reno with a flag in the per-flow state, so `loader
- * flows` can tell a fallen-back flow from a kernel reno one, and a live count
- * for `loader list`. Registered without TCP_CONG_NEEDS_ECN.
- */
-SEC("struct_ops")
-void DCTCP_BPF_PROG(DCTCP_PROG(reno_init), struct sock *sk)
-{
-	dctcp_fallback_init(sk, &stats);
-}
-
-SEC("struct_ops")
-void DCTCP_BPF_PROG(DCTCP_PROG(reno_release), struct sock *sk)
-{
-	dctcp_fallback_release(sk, &stats);
-}
-
-SEC("struct_ops")
-u32 DCTCP_BPF_PROG(DCTCP_PROG(reno_ssthresh), struct sock *sk)
-{
-	return tcp_reno_ssthresh(sk);
-}
-
-SEC("struct_ops")
-void DCTCP_BPF_PROG(DCTCP_PROG(reno_cong_avoid), struct sock *sk, u32 ack, u32 acked)
-{
-	tcp_reno_cong_avoid(sk, ack, acked);
-}
-
-SEC("struct_ops")
-u32 DCTCP_BPF_PROG(DCTCP_PROG(reno_undo_cwnd), struct sock *sk)
-{
-	return tcp_reno_undo_cwnd(sk);
-}
-
-SEC(".struct_ops.link")
-struct tcp_congestion_ops DCTCP_PROG(reno) = {
-	.init = (void *)DCTCP_PROG(reno_init),
-	.release = (void *)DCTCP_PROG(reno_release),
-	.ssthresh = (void *)DCTCP_PROG(reno_ssthresh),
-	.cong_avoid = (void *)DCTCP_PROG(reno_cong_avoid),
-	.undo_cwnd = (void *)DCTCP_PROG(reno_undo_cwnd),
-	.name = DCTCP_ALGO_NAME "_reno",
-};
+#include "reno_fallback.h"
 
 #endif /* DCTCP_BPF_OPS_H */

@@ -41,6 +41,8 @@ int dump_tcp(struct bpf_iter__tcp *ctx)
 	r.bytes_received = tp->bytes_received;
 	r.sock_cookie = bpf_get_socket_cookie(tp);
 	bpf_probe_read_kernel(&r.ca, sizeof(r.ca), (void *)icsk->icsk_ca_priv);
+	bpf_probe_read_kernel(&r.prague, sizeof(r.prague),
+			      (void *)icsk->icsk_ca_priv + sizeof(r.ca));
 
 	bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
 	return 0;

@@ -35,6 +35,34 @@
 #define XDCTCP_DEFAULT_SHORT_BYTES (1ULL << 20)
 #define KDCTCP_DEFAULT_G_ACK (DCTCP_ONE >> 8)
 
+/*
+ * TCP Prague (bpf/prague.bpf.c), with the defaults of L4STeam's reference
+ * (tcp_prague.c 0.7): alpha in 1/2^24 kept as alpha / g, the window in
+ * 1/2^20 segments, RTT independence at a 25 ms target from 4 rounds after
+ * slow start, the rate mode below 4 MTUs of window, pacing on.
+ */
+#define PRAGUE_ALPHA_BITS 24U
+#define PRAGUE_CWND_SHIFT 20U
+#define PRAGUE_DEFAULT_G (DCTCP_ONE >> 4)
+#define PRAGUE_DEFAULT_RTT_TARGET_US 25000U
+#define PRAGUE_MIN_RTT_TARGET_US 100U
+#define PRAGUE_MAX_RTT_TARGET_US 100000U
+/* Past this RTT the scaled increase is not used (the reference's overflow cap). */
+#define PRAGUE_MAX_SCALED_RTT_US 100000U
+#define PRAGUE_DEFAULT_RTT_TRANSITION 4U
+#define PRAGUE_DEFAULT_MODE_SWITCH_MTUS 4U
+/* The slowest pacing rate: 100 kbit/s, in bytes/s. */
+#define PRAGUE_MIN_RATE 12500U
+/* The MTU the reference's per-packet constants assume. */
+#define PRAGUE_MTU_SYS 1500U
+
+/* dctcp_params.mode of Prague: what limits the sending rate. */
+enum prague_mode {
+	PRAGUE_MODE_WINDOW = 0, /* the fractional window (at least 2 segments) */
+	PRAGUE_MODE_RATE = 1,   /* the pacing rate, below 2 segments per RTT if need be */
+	PRAGUE_MODE_AUTO = 2,   /* rate at or below mode_switch_mtus of window, else window */
+};
+
 /* Seed 002's modifications (Kuehlewind et al.), each its own switch in
  * dctcp_params.features of bpf_kdctcp. */
 #define DCTCP_F_PER_ACK_ALPHA (1U << 0) /* alpha on every ACK, gain g_ack */
@@ -59,6 +87,12 @@ struct dctcp_params {
 			      * DCTCP_BOGUS_SSTHRESH, for the guard to repair (0: off) */
 	u32 no_guard;        /* 1: dctcp_core_guard off (`guard=0`); 0, the default, on. Stored
 			      * inverted so that a zeroed struct means the guard runs */
+	u32 rtt_target_us;   /* Prague: the RTT below which growth is scaled as if it were this */
+	u32 rtt_scaling;     /* Prague: 1, RTT independence on (after rtt_transition rounds) */
+	u32 rtt_transition;  /* Prague: rounds after slow start before RTT independence and the rate mode */
+	u32 mode;            /* Prague: enum prague_mode */
+	u32 mode_switch_mtus; /* Prague: PRAGUE_MODE_AUTO goes to rate mode at this window, in MTUs */
+	u32 pacing;          /* Prague: 1, pace at the window's (or the rate mode's) rate */
 };
 
 /* What this project's 6.18 guests were seen to store as ssthresh (the low
@@ -84,6 +118,7 @@ struct dctcp_stats {
 	u64 events_dropped;   /* of those, lost because the ring was full */
 	u64 found_ssthresh;   /* the impossible ssthresh the guard last repaired, as found (0: none) */
 	u64 found_cwnd;       /* the impossible cwnd the guard last reset, as found (0: none) */
+	u64 ect1_packets;     /* Prague: packets prague_ect1 rewrote from ECT(0) to ECT(1) */
 };
 
 /*
@@ -108,6 +143,7 @@ enum dctcp_event_type {
 	DCTCP_EV_STATE = 5,    /* congestion state change (value: the new TCP_CA_* state) */
 	DCTCP_EV_FALLBACK = 6, /* no ECN: handed to the Reno fallback */
 	DCTCP_EV_REPAIR = 7,   /* the guard repaired the window (value: enum dctcp_repair) */
+	DCTCP_EV_CUT = 8,      /* Prague: the window (or rate) cut on marks, as cut */
 };
 
 /* What dctcp_core_guard repaired, in DCTCP_EV_REPAIR's value. */
@@ -148,11 +184,25 @@ struct dctcp_event {
 	u32 acks;         /* ACKs of this socket counted while per-ACK tracing was on */
 	u64 bytes_acked;
 	u64 bytes_sent;   /* tp->bytes_sent: what xDCTCP classifies flows by */
+	u64 pacing_rate;  /* sk->sk_pacing_rate, bytes/s */
+	/* Prague only (0 for the others): */
+	u64 frac_cwnd;      /* the fractional window, 1/2^PRAGUE_CWND_SHIFT segments */
+	u64 upscaled_alpha; /* alpha / g in 1/2^PRAGUE_ALPHA_BITS, as its EWMA keeps it */
+	u32 ai_per_ack;     /* increase per acked segment, 1/2^PRAGUE_CWND_SHIFT of 1/cwnd (RTT scaling) */
+	u32 srtt8;          /* tp->srtt_us as the kernel keeps it (1/8 us): what the scaling used */
+	u8 mode;            /* enum prague_mode in force: window or rate */
+	u8 ect;             /* ECN codepoint its data leaves with: 1 (ECT(1) program), 2 (ECT(0)) */
+	u8 _pad2[6];
 };
 
 /* dctcp_state.flags */
 #define DCTCP_FLAG_LIVE     (1U << 0) /* init ran; release must count down */
 #define DCTCP_FLAG_FALLBACK (1U << 1) /* ECN not negotiated: Reno behaviour */
+/* ... and Prague's */
+#define PRAGUE_FLAG_SAW_CE    (1U << 8)  /* a mark arrived: there is an AQM on the path */
+#define PRAGUE_FLAG_IN_LOSS   (1U << 9)  /* reducing for a loss: no growth until Open */
+#define PRAGUE_FLAG_RATE_MODE (1U << 10) /* the pacing rate leads, the window follows */
+#define PRAGUE_FLAG_ECT1      (1U << 11) /* its data leaves ECT(1) (socket storage set) */
 
 /*
  * Per-flow state in icsk_ca_priv; the same names as tcp_dctcp.c's struct dctcp
@@ -175,6 +225,29 @@ struct dctcp_state {
 	u32 injected;         /* reductions given DCTCP_BOGUS_SSTHRESH (inject_ssthresh) */
 };
 
+/*
+ * Prague's per-flow state in icsk_ca_priv: DCTCP's (the receiver's CE echo,
+ * the round's counters, loss_cwnd, flags; alpha there in 1/2^20 for the
+ * readers every algorithm shares), then what Prague adds. 104 bytes, all of
+ * ICSK_CA_PRIV_SIZE.
+ */
+struct prague_ext {
+	u64 frac_cwnd;         /* window, 1/2^PRAGUE_CWND_SHIFT segments */
+	u64 rate_bytes;        /* pacing rate, bytes/s */
+	u64 upscaled_alpha;    /* alpha / g, 1/2^PRAGUE_ALPHA_BITS */
+	u32 ai_per_ack;        /* additive increase per acked segment this round */
+	u32 round;             /* rounds since slow start ended */
+	u32 alpha_stamp;       /* tcp_mstamp (us, low 32 bits) of the last alpha update */
+	u32 cwr_stamp;         /* ... of the last cut */
+	u32 prior_delivered_ce; /* tp->delivered_ce at the previous ACK */
+	u32 _pad;
+};
+
+struct prague_state {
+	struct dctcp_state dctcp;
+	struct prague_ext prague;
+};
+
 /* One socket as seen by the flows iterator (bpf/flows.bpf.c). */
 struct flow_record {
 	struct dctcp_flow_key key;
@@ -193,6 +266,7 @@ struct flow_record {
 	u64 bytes_received;
 	u64 sock_cookie;
 	struct dctcp_state ca; /* raw icsk_ca_priv, meaningful for our algorithms */
+	struct prague_ext prague; /* the rest of icsk_ca_priv, meaningful for Prague */
 };
 
 #endif /* DCTCP_BPF_INTF_H */

@@ -48,4 +48,12 @@ static __always_inline bool before(u32 seq1, u32 seq2)
 	return (s32)(seq1 - seq2) < 0;
 }
 
+/* An algorithm's programs are named <DCTCP_ALGO>_<op>, so that every object
+ * of this project can share the headers that define them. */
+#define DCTCP_CAT_(a, b) a##_##b
+#define DCTCP_CAT(a, b) DCTCP_CAT_(a, b)
+#define DCTCP_PROG(op) DCTCP_CAT(DCTCP_ALGO, op)
+/* BPF_PROG pastes the name it is given: expand DCTCP_PROG() first. */
+#define DCTCP_BPF_PROG(name, args...) BPF_PROG(name, ##args)
+
 #endif /* DCTCP_BPF_TCP_CA_H */

@@ -23,6 +23,20 @@ struct {
 
 struct dctcp_trace trace SEC(".data.trace");
 
+/* What an algorithm adds to each event (Prague: its window, alpha and mode);
+ * an algorithm with nothing to add leaves those fields zero. */
+#ifndef DCTCP_EMIT_ALGO
+#define DCTCP_EMIT_ALGO(sk, e)                                                \
+	do {                                                                  \
+		(e)->frac_cwnd = 0;                                           \
+		(e)->upscaled_alpha = 0;                                      \
+		(e)->ai_per_ack = 0;                                          \
+		(e)->srtt8 = 0;                                               \
+		(e)->mode = 0;                                                \
+		(e)->ect = 0;                                                 \
+	} while (0)
+#endif
+
 static __always_inline bool dctcp_tracing(u32 flag)
 {
 	return trace.flags & flag;
@@ -60,6 +74,9 @@ static __always_inline void dctcp_emit(struct sock *sk, u8 type, u8 value, u32 w
 	e->acks = ((struct dctcp_state *)inet_csk_ca(sk))->acks;
 	e->bytes_acked = tp->bytes_acked;
 	e->bytes_sent = tp->bytes_sent;
+	e->pacing_rate = sk->sk_pacing_rate;
+	__builtin_memset(e->_pad2, 0, sizeof(e->_pad2));
+	DCTCP_EMIT_ALGO(sk, e);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 

@@ -9,7 +9,8 @@ fn main() {
         .skeleton("../bpf/dctcp.bpf.c", "dctcp")
         .skeleton("../bpf/xdctcp.bpf.c", "xdctcp")
         .skeleton("../bpf/kdctcp.bpf.c", "kdctcp")
+        .skeleton("../bpf/prague.bpf.c", "prague")
         .skeleton("../bpf/flows.bpf.c", "flows")
-        .bindings("../bpf/intf.h", "dctcp_.*|flow_record", "(X|K)?DCTCP_.*")
+        .bindings("../bpf/intf.h", "dctcp_.*|prague_.*|flow_record", "(X|K)?DCTCP_.*|PRAGUE_.*")
         .watch("../bpf");
 }

@@ -5,7 +5,9 @@ use clap::ValueEnum;
 use crate::intf::{
     dctcp_params, DCTCP_DEFAULT_G, DCTCP_F_CWR_GROWTH, DCTCP_F_FINE_ALPHA, DCTCP_F_PER_ACK_ALPHA,
     DCTCP_F_PROGRESSIVE, DCTCP_MAX_ALPHA, DCTCP_MAX_SHIFT_G, DCTCP_NAME_MAX, DCTCP_ONE,
-    KDCTCP_DEFAULT_G_ACK, XDCTCP_DEFAULT_G, XDCTCP_DEFAULT_NL, XDCTCP_DEFAULT_NS,
+    KDCTCP_DEFAULT_G_ACK, PRAGUE_DEFAULT_G, PRAGUE_DEFAULT_MODE_SWITCH_MTUS,
+    PRAGUE_DEFAULT_RTT_TARGET_US, PRAGUE_DEFAULT_RTT_TRANSITION, PRAGUE_MAX_RTT_TARGET_US,
+    PRAGUE_MIN_RTT_TARGET_US, XDCTCP_DEFAULT_G, XDCTCP_DEFAULT_NL, XDCTCP_DEFAULT_NS,
     XDCTCP_DEFAULT_SHORT_BYTES,
 };
 
@@ -24,6 +26,9 @@ pub enum Algo {
     Xdctcp,
     /// DCTCP with seed 002's modifications (Kuehlewind et al.), each a switch.
     Kdctcp,
+    /// TCP Prague (L4S, RFC 9331): fractional window, RTT independence,
+    /// pacing, ECT(1) through its tcx program (Linux 6.10+).
+    Prague,
 }
 
 /// How a tunable is written and stored.
@@ -35,6 +40,8 @@ pub enum Kind {
     Frac,
     /// 0 or 1.
     Flag,
+    /// One of these names, stored as its index.
+    Choice(&'static [&'static str]),
 }
 
 /// One tunable: where it lives in the parameter block and what it may hold.
@@ -207,8 +214,100 @@ const KDCTCP_PARAMS: &[ParamSpec] = &[
     GUARD,
 ];
 
+/// Prague's `mode`, in enum prague_mode's order.
+pub const PRAGUE_MODES: &[&str] = &["window", "rate", "auto"];
+
+macro_rules! int {
+    ($name:literal, $field:ident, $min:expr, $max:expr, $help:literal) => {
+        ParamSpec {
+            name: $name,
+            kind: Kind::Int,
+            min: $min as u64,
+            max: $max as u64,
+            help: $help,
+            get: |p| p.$field.into(),
+            set: |p, v| p.$field = v as u32,
+        }
+    };
+}
+
+macro_rules! flag {
+    ($name:literal, $field:ident, $help:literal) => {
+        ParamSpec {
+            name: $name,
+            kind: Kind::Flag,
+            min: 0,
+            max: 1,
+            help: $help,
+            get: |p| p.$field.into(),
+            set: |p, v| p.$field = v as u32,
+        }
+    };
+}
+
+const PRAGUE_PARAMS: &[ParamSpec] = &[
+    fraction!(
+        "g",
+        g,
+        1,
+        "EWMA gain of alpha per round (reference 1/16: 0.0625)"
+    ),
+    int!(
+        "alpha_on_init",
+        alpha_on_init,
+        0,
+        DCTCP_MAX_ALPHA,
+        "alpha of a new flow in 1/1024; 0 (default, the reference's alpha_mode 0): alpha \
+         starts at 0 and the first mark halves the window"
+    ),
+    int!(
+        "rtt_target_us",
+        rtt_target_us,
+        PRAGUE_MIN_RTT_TARGET_US,
+        PRAGUE_MAX_RTT_TARGET_US,
+        "RTT independence: below this RTT a flow grows as if its RTT were this (default 25000)"
+    ),
+    flag!(
+        "rtt_scaling",
+        rtt_scaling,
+        "1 (default): RTT independence on once rtt_transition rounds past slow start"
+    ),
+    int!(
+        "rtt_transition",
+        rtt_transition,
+        0,
+        1000,
+        "rounds after slow start before RTT independence and the rate mode (default 4)"
+    ),
+    ParamSpec {
+        name: "mode",
+        kind: Kind::Choice(PRAGUE_MODES),
+        min: 0,
+        max: 2,
+        help: "what limits sending: window (the fractional window, at least 2 segments), \
+               rate (the pacing rate, below 2 segments per RTT if need be) or auto (default: \
+               rate at or below mode_switch_mtus of window, window above)",
+        get: |p| p.mode.into(),
+        set: |p, v| p.mode = v as u32,
+    },
+    int!(
+        "mode_switch_mtus",
+        mode_switch_mtus,
+        1,
+        1000,
+        "mode=auto: the window, in 1500-byte MTUs, at or below which the rate mode leads (default 4)"
+    ),
+    flag!(
+        "pacing",
+        pacing,
+        "1 (default): pace at the window's rate (the rate mode's, below it); 0: no pacing"
+    ),
+    INJECT_SSTHRESH,
+    GUARD,
+];
+
 impl Algo {
-    pub const ALL: &'static [Algo] = &[Algo::Dctcp, Algo::Xdctcp, Algo::Kdctcp];
+    pub const ALL: &'static [Algo] = &[Algo::Dctcp, Algo::Xdctcp, Algo::Kdctcp, Algo::Prague];
 
     /// What `--algo` calls it.
     pub fn key(self) -> &'static str {
@@ -216,6 +315,7 @@ impl Algo {
             Algo::Dctcp => "dctcp",
             Algo::Xdctcp => "xdctcp",
             Algo::Kdctcp => "kdctcp",
+            Algo::Prague => "prague",
         }
     }
 
@@ -225,6 +325,7 @@ impl Algo {
             Algo::Dctcp => "bpf_dctcp",
             Algo::Xdctcp => "bpf_xdctcp",
             Algo::Kdctcp => "bpf_kdctcp",
+            Algo::Prague => "bpf_prague",
         }
     }
 
@@ -246,6 +347,7 @@ impl Algo {
             Algo::Dctcp => DCTCP_PARAMS,
             Algo::Xdctcp => XDCTCP_PARAMS,
             Algo::Kdctcp => KDCTCP_PARAMS,
+            Algo::Prague => PRAGUE_PARAMS,
         }
     }
 
@@ -269,6 +371,50 @@ impl Algo {
                 g_ack: KDCTCP_DEFAULT_G_ACK,
                 ..dctcp
             },
+            Algo::Prague => dctcp_params {
+                g: PRAGUE_DEFAULT_G,
+                alpha_on_init: 0,
+                rtt_target_us: PRAGUE_DEFAULT_RTT_TARGET_US,
+                rtt_scaling: 1,
+                rtt_transition: PRAGUE_DEFAULT_RTT_TRANSITION,
+                mode: crate::intf::prague_mode_PRAGUE_MODE_AUTO,
+                mode_switch_mtus: PRAGUE_DEFAULT_MODE_SWITCH_MTUS,
+                pacing: 1,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// The oldest kernel that can run it, and why.
+    pub fn min_kernel(self) -> Option<((u32, u32), &'static str)> {
+        match self {
+            // tcp_congestion_ops.cong_control took the ACK and its flags in 6.10.
+            Algo::Prague => Some((
+                (6, 10),
+                "its window is set in cong_control, whose arguments are those of Linux 6.10 on",
+            )),
+            _ => None,
+        }
+    }
+
+    /// Why a kernel `version` cannot run it, if it cannot.
+    pub fn kernel_refusal(self, (k_major, k_minor): (u32, u32)) -> Option<String> {
+        let ((major, minor), why) = self.min_kernel()?;
+        ((k_major, k_minor) < (major, minor)).then(|| {
+            format!(
+                "{} needs Linux {major}.{minor} or later ({why}); this kernel is \
+                 {k_major}.{k_minor}",
+                self.key()
+            )
+        })
+    }
+
+    /// Refuses, before anything loads, an algorithm this kernel cannot run.
+    pub fn require_kernel(self) -> anyhow::Result<()> {
+        let version = dctcp_utils::preflight::kernel_version().unwrap_or((0, 0));
+        match self.kernel_refusal(version) {
+            Some(why) => anyhow::bail!("{why}"),
+            None => Ok(()),
         }
     }
 
@@ -290,7 +436,7 @@ mod tests {
     #[test]
     fn names_are_the_keys_users_type_and_the_maps_the_objects_carry() {
         let keys: Vec<&str> = Algo::ALL.iter().map(|a| a.key()).collect();
-        assert_eq!(keys, ["dctcp", "xdctcp", "kdctcp"]);
+        assert_eq!(keys, ["dctcp", "xdctcp", "kdctcp", "prague"]);
         for &a in Algo::ALL {
             assert_eq!(Algo::from_str(a.key(), false), Ok(a), "--algo {}", a.key());
             assert_eq!(a.default_name(), format!("bpf_{}", a.key()));
@@ -315,6 +461,11 @@ mod tests {
             .open(&mut s)
             .unwrap();
         assert_eq!(o.maps.kdctcp.name(), Algo::Kdctcp.struct_ops_map());
+        let mut s = MaybeUninit::uninit();
+        let o = crate::skel::prague::PragueSkelBuilder::default()
+            .open(&mut s)
+            .unwrap();
+        assert_eq!(o.maps.prague.name(), Algo::Prague.struct_ops_map());
     }
 
     #[test]
@@ -328,6 +479,7 @@ mod tests {
         assert!(Algo::Dctcp.param("shift_g").is_some() && Algo::Dctcp.param("g").is_none());
         assert!(Algo::Xdctcp.param("ns").is_some() && Algo::Kdctcp.param("ns").is_none());
         assert!(Algo::Kdctcp.param("per_ack_alpha").is_some());
+        assert!(Algo::Prague.param("rtt_target_us").is_some() && Algo::Prague.param("ns").is_none());
         assert_eq!(fallback_name("bpf_dctcp"), "bpf_dctcp_reno");
     }
 }

@@ -95,6 +95,9 @@ fn report(
                 false,
                 "not loaded: BTF and struct_ops are needed first",
             )
+        } else if let Some(why) = algo.kernel_refusal((major, minor)) {
+            // Not this install's fault: the others run, this one cannot here.
+            check(name, true, format!("not on this kernel: {why}"))
         } else {
             match verify(algo) {
                 Ok(v) => Check {
@@ -171,7 +174,12 @@ mod tests {
             assert_eq!(got[1..3], [("BTF", btf), ("struct_ops", struct_ops)]);
             assert_eq!(
                 got[5..],
-                [("dctcp", false), ("xdctcp", false), ("kdctcp", false)]
+                [
+                    ("dctcp", false),
+                    ("xdctcp", false),
+                    ("kdctcp", false),
+                    ("prague", false)
+                ]
             );
             // A failed check's note is the error's first line.
             assert!(checks
@@ -192,8 +200,20 @@ mod tests {
         });
         assert_eq!(
             oks(&checks)[5..],
-            [("dctcp", true), ("xdctcp", false), ("kdctcp", true)]
+            [
+                ("dctcp", true),
+                ("xdctcp", false),
+                ("kdctcp", true),
+                ("prague", true)
+            ]
         );
+        // Prague needs 6.10: on 6.4 it is not loaded, and that is no failure.
+        assert!(
+            checks[8].note.starts_with("not on this kernel: prague needs Linux 6.10"),
+            "{}",
+            checks[8].note
+        );
+        assert_eq!(checks[8].verified, None);
         assert_eq!(checks[6].note, "verifier says no");
         assert_eq!(checks[6].verified, None);
         assert_eq!(
@@ -205,5 +225,7 @@ mod tests {
         assert_eq!(checks[0].note, "Linux 6.4");
         let old = report((6, 3), Ok(()), Ok(()), |_| Ok(Verified::default()));
         assert!(old[3].note.ends_with("--mode map"));
+        let new = report((6, 10), Ok(()), Ok(()), |_| Ok(Verified::default()));
+        assert!(new[8].note.starts_with("its 0 programs"), "{}", new[8].note);
     }
 }

@@ -18,6 +18,7 @@ use crate::intf::{dctcp_params, dctcp_stats};
 use crate::params::{self, Assignment};
 use crate::skel::dctcp::DctcpSkelBuilder;
 use crate::skel::kdctcp::KdctcpSkelBuilder;
+use crate::skel::prague::PragueSkelBuilder;
 use crate::skel::xdctcp::XdctcpSkelBuilder;
 
 /// How the registration is held in bpffs.
@@ -38,6 +39,9 @@ pub struct AttachRequest {
     pub params: Vec<Assignment>,
     pub mode: AttachMode,
 }
+
+/// Where a Prague instance pins its ECT(1) program (tcx egress).
+pub const ECT1_PROG_PIN: &str = "ect1_prog";
 
 pub(crate) const KEY0: [u8; 4] = 0u32.to_ne_bytes();
 
@@ -191,7 +195,14 @@ fn retry_not_found(mut create: impl FnMut() -> std::io::Result<()>) -> std::io::
 /// skeleton type, whose struct_ops maps are fields named after DCTCP_ALGO.
 macro_rules! load_algorithm {
     ($builder:ty, $ops:ident, $ops_mut:ident, $reno:ident, $reno_mut:ident,
-     $dir:expr, $name:expr, $fallback:expr, $params:expr, $use_link:expr, $register:expr) => {{
+     $dir:expr, $name:expr, $fallback:expr, $params:expr, $use_link:expr, $register:expr) => {
+        load_algorithm!($builder, $ops, $ops_mut, $reno, $reno_mut, $dir, $name, $fallback,
+                        $params, $use_link, $register, |_skel, _dir| Ok::<(), anyhow::Error>(()))
+    };
+    // `$pin_more(&mut skel, dir)` pins what only this algorithm has.
+    ($builder:ty, $ops:ident, $ops_mut:ident, $reno:ident, $reno_mut:ident,
+     $dir:expr, $name:expr, $fallback:expr, $params:expr, $use_link:expr, $register:expr,
+     $pin_more:expr) => {{
         let (dir, name, fallback, use_link): (&InstanceDir, &str, &str, bool) =
             ($dir, $name, $fallback, $use_link);
         let mut storage = MaybeUninit::uninit();
@@ -256,6 +267,7 @@ macro_rules! load_algorithm {
         pin_map(&mut skel.maps.data_stats, &dir.stats())?;
         pin_map(&mut skel.maps.data_trace, &dir.trace())?;
         pin_map(&mut skel.maps.events, &dir.events())?;
+        ($pin_more)(&mut skel, dir)?;
         Ok::<Verified, anyhow::Error>(verified)
     }};
 }
@@ -269,6 +281,7 @@ fn load(
     use_link: bool,
     register: bool,
 ) -> Result<Verified> {
+    algo.require_kernel()?;
     match algo {
         Algo::Dctcp => load_algorithm!(
             DctcpSkelBuilder,
@@ -308,6 +321,28 @@ fn load(
             p,
             use_link,
             register
+        ),
+        Algo::Prague => load_algorithm!(
+            PragueSkelBuilder,
+            prague,
+            prague_mut,
+            prague_reno,
+            prague_reno_mut,
+            dir,
+            name,
+            fallback,
+            p,
+            use_link,
+            register,
+            |skel: &mut crate::skel::prague::PragueSkel<'_>, dir: &InstanceDir| {
+                // The ECT(1) program, for `loader ect1` and the lab to
+                // attach where the flows leave.
+                let pin = dir.path.join(ECT1_PROG_PIN);
+                skel.progs
+                    .prague_ect1
+                    .pin(&pin)
+                    .with_context(|| format!("pinning {}", pin.display()))
+            }
         ),
     }
 }

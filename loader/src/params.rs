@@ -63,6 +63,10 @@ impl ParamSpec {
                 Ok(x) if x.is_finite() => parse_frac(value).unwrap_or(u64::MAX),
                 _ => return Err("must be a decimal number such as 0.25".to_string()),
             },
+            Kind::Choice(names) => match names.iter().position(|n| *n == value) {
+                Some(i) => i as u64,
+                None => return Err(format!("must be one of {}", names.join(", "))),
+            },
         };
         if raw < self.min || raw > self.max {
             return Err(format!(
@@ -84,6 +88,7 @@ impl ParamSpec {
                 format!("[0, {}] in steps of 1/65536", format_frac(self.max))
             }
             Kind::Frac => format!("(0, {}] in steps of 1/65536", format_frac(self.max)),
+            Kind::Choice(names) => names.join(", "),
         }
     }
 
@@ -92,6 +97,7 @@ impl ParamSpec {
         let raw = (self.get)(p);
         match self.kind {
             Kind::Frac => format_frac(raw),
+            Kind::Choice(names) => names.get(raw as usize).unwrap_or(&"?").to_string(),
             Kind::Int | Kind::Flag => raw.to_string(),
         }
     }
@@ -101,6 +107,7 @@ impl ParamSpec {
         let raw = (self.get)(p);
         match self.kind {
             Kind::Frac => serde_json::json!(format_frac(raw).parse::<f64>().unwrap_or(0.0)),
+            Kind::Choice(_) => self.display(p).into(),
             Kind::Int | Kind::Flag => raw.into(),
         }
     }
@@ -208,6 +215,31 @@ mod tests {
         assert!(refused(algo, &mut p, "gain=3").contains("shift_g, alpha_on_init"));
         // A refused list leaves what came before it applied, nothing after.
         assert_eq!((p.g, p.alpha_on_init), (64, 0));
+    }
+
+    /// Prague's modes go by name, its RTT target within 100 us to 100 ms.
+    #[test]
+    fn prague_takes_mode_names_and_a_bounded_rtt_target() {
+        let algo = Algo::Prague;
+        let mut p = algo.default_params();
+        assert_eq!(
+            describe(algo, &p),
+            "g=0.0625 alpha_on_init=0 rtt_target_us=25000 rtt_scaling=1 rtt_transition=4 \
+             mode=auto mode_switch_mtus=4 pacing=1"
+        );
+        apply(algo, &mut p, &[parse("mode=rate"), parse("rtt_target_us=100")]).unwrap();
+        assert_eq!((p.mode, p.rtt_target_us), (1, 100));
+        assert_eq!(algo.param("mode").unwrap().json(&p), "rate");
+        apply(algo, &mut p, &[parse("mode=window")]).unwrap();
+        assert_eq!(p.mode, 0);
+        let why = refused(algo, &mut p, "mode=fast");
+        assert!(why.contains("must be one of window, rate, auto"), "{why}");
+        assert!(refused(algo, &mut p, "mode=1").contains("one of"));
+        assert!(refused(algo, &mut p, "rtt_target_us=99").contains("100..=100000"));
+        assert!(refused(algo, &mut p, "rtt_target_us=100001").contains("100..=100000"));
+        assert!(refused(algo, &mut p, "mode_switch_mtus=0").contains("1..=1000"));
+        assert!(refused(algo, &mut p, "shift_g=4").contains("unknown parameter"));
+        assert_eq!(p.mode, 0);
     }
 
     /// `guard=0` turns the guard off in the programs' own terms (it sets

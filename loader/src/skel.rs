@@ -3,4 +3,5 @@
 dctcp_utils::skeleton!(pub dctcp);
 dctcp_utils::skeleton!(pub xdctcp);
 dctcp_utils::skeleton!(pub kdctcp);
+dctcp_utils::skeleton!(pub prague);
 dctcp_utils::skeleton!(pub flows);

@@ -31,6 +31,11 @@ pub fn has_struct_ops_links() -> bool {
         .any(|l| l.split_whitespace().nth(2) == Some("bpf_struct_ops_link_create"))
 }
 
+/// Whether the running kernel is `major.minor` or later.
+pub fn kernel_at_least(major: u32, minor: u32) -> bool {
+    dctcp_utils::preflight::kernel_version().is_some_and(|v| v >= (major, minor))
+}
+
 pub fn require_root() {
     assert_eq!(
         unsafe { libc::geteuid() },
