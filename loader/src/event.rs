@@ -10,13 +10,15 @@ use serde::Serialize;
 
 use crate::flows::{alpha_fraction, ca_state_name, local_end, remote_end};
 use crate::intf::{
-    dctcp_event, dctcp_event_type_DCTCP_EV_ACK as EV_ACK, dctcp_event_type_DCTCP_EV_END as EV_END,
+    dctcp_event, dctcp_event_type_DCTCP_EV_ACK as EV_ACK, dctcp_event_type_DCTCP_EV_CUT as EV_CUT,
+    dctcp_event_type_DCTCP_EV_END as EV_END,
     dctcp_event_type_DCTCP_EV_FALLBACK as EV_FALLBACK,
     dctcp_event_type_DCTCP_EV_REPAIR as EV_REPAIR, dctcp_event_type_DCTCP_EV_START as EV_START,
     dctcp_event_type_DCTCP_EV_STATE as EV_STATE, dctcp_event_type_DCTCP_EV_WINDOW as EV_WINDOW,
     dctcp_flow_key, dctcp_repair_DCTCP_REPAIR_CWND as DCTCP_REPAIR_CWND,
     dctcp_repair_DCTCP_REPAIR_INFLIGHT as DCTCP_REPAIR_INFLIGHT,
-    dctcp_repair_DCTCP_REPAIR_SSTHRESH as DCTCP_REPAIR_SSTHRESH, DCTCP_ONE,
+    dctcp_repair_DCTCP_REPAIR_SSTHRESH as DCTCP_REPAIR_SSTHRESH, prague_mode_PRAGUE_MODE_RATE,
+    DCTCP_ONE, PRAGUE_CWND_SHIFT,
 };
 
 const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
@@ -58,6 +60,41 @@ pub struct Event {
     /// ACKs of this socket counted while per-ACK tracing was on: consecutive
     /// `ack` rows of a socket differ by --ack-every.
     pub acks: u32,
+    /// sk_pacing_rate, bit/s.
+    pub pacing_rate_bps: u64,
+    /// Prague's own, absent for the others.
+    #[serde(flatten)]
+    pub prague: Option<PragueEvent>,
+}
+
+/// What a Prague event adds.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PragueEvent {
+    /// The fractional window, segments.
+    pub frac_cwnd: f64,
+    /// window or rate: which leads.
+    pub mode: &'static str,
+    /// The codepoint its data leaves with: ECT(1), or ECT(0) where the
+    /// ECT(1) program could not mark the socket.
+    pub ect: &'static str,
+    /// Growth per round relative to unscaled (RTT independence): 1, or
+    /// (rtt / target)^2 below the target.
+    pub rtt_scale: f64,
+}
+
+impl PragueEvent {
+    fn of(e: &dctcp_event) -> Option<PragueEvent> {
+        (e.ect != 0).then(|| PragueEvent {
+            frac_cwnd: e.frac_cwnd as f64 / f64::from(1u32 << PRAGUE_CWND_SHIFT),
+            mode: if u32::from(e.mode) == prague_mode_PRAGUE_MODE_RATE {
+                "rate"
+            } else {
+                "window"
+            },
+            ect: if e.ect == 1 { "ECT(1)" } else { "ECT(0)" },
+            rtt_scale: f64::from(e.ai_per_ack) / f64::from(1u32 << PRAGUE_CWND_SHIFT),
+        })
+    }
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -67,12 +104,13 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 impl Event {
     pub const CSV_HEADER: &'static str = "ts_ns,event,netns,local,remote,ca_state,new_state,\
         cwnd,ssthresh,alpha,fraction_marked,srtt_us,mss,delivered,delivered_ce,win_delivered,\
-        win_delivered_ce,reduction,bytes_acked,bytes_sent,acks,repair";
+        win_delivered_ce,reduction,bytes_acked,bytes_sent,acks,repair,pacing_rate_bps,frac_cwnd,\
+        mode,ect,rtt_scale";
 
     /// One CSV row in CSV_HEADER's order; empty cells for absent values.
     pub fn csv_row(&self) -> String {
         format!(
-            "{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.ts_ns,
             self.event,
             self.netns,
@@ -94,7 +132,12 @@ impl Event {
             self.bytes_acked,
             self.bytes_sent,
             self.acks,
-            self.repair.unwrap_or_default()
+            self.repair.unwrap_or_default(),
+            self.pacing_rate_bps,
+            opt(self.prague.as_ref().map(|p| format!("{:.4}", p.frac_cwnd))),
+            self.prague.as_ref().map_or("", |p| p.mode),
+            self.prague.as_ref().map_or("", |p| p.ect),
+            opt(self.prague.as_ref().map(|p| format!("{:.5}", p.rtt_scale)))
         )
     }
 }
@@ -117,6 +160,7 @@ pub fn type_name(t: u8) -> &'static str {
         EV_STATE => "state",
         EV_FALLBACK => "fallback",
         EV_REPAIR => "repair",
+        EV_CUT => "cut",
         _ => "?",
     }
 }
@@ -169,6 +213,8 @@ impl Event {
             bytes_acked: e.bytes_acked,
             bytes_sent: e.bytes_sent,
             acks: e.acks,
+            pacing_rate_bps: e.pacing_rate.saturating_mul(8),
+            prague: PragueEvent::of(e),
         }
     }
 }

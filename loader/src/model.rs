@@ -26,6 +26,69 @@ pub fn reduced(cwnd: u32, alpha: u32, n: u32) -> u32 {
     cwnd.saturating_sub(cut as u32).max(2)
 }
 
+/// bpf/prague.bpf.c's arithmetic, step for step.
+pub mod prague {
+    use crate::intf::{DCTCP_ONE, PRAGUE_ALPHA_BITS, PRAGUE_CWND_SHIFT};
+
+    /// One segment of window, 1/2^20.
+    pub const ONE_CWND: u64 = 1 << PRAGUE_CWND_SHIFT;
+    /// The largest alpha / g: alpha 1.0 at gain `g`.
+    pub fn max_upscaled(g: u32) -> u64 {
+        (1u64 << (PRAGUE_ALPHA_BITS + 16)) / u64::from(g.clamp(1, DCTCP_ONE))
+    }
+
+    /// alpha / g (1/2^24) after a round of `delivered` packets, `ce` of them
+    /// marked: `up - g up + F`.
+    pub fn ewma(up: u64, delivered: u32, ce: u32, g: u32) -> u64 {
+        let g = u64::from(g.clamp(1, DCTCP_ONE));
+        let f = if ce > 0 {
+            (u64::from(ce) << PRAGUE_ALPHA_BITS) / u64::from(delivered.max(1))
+        } else {
+            0
+        };
+        (up - ((up * g) >> 16) + f).min(max_upscaled(g as u32))
+    }
+
+    /// alpha, 1/2^24, from alpha / g.
+    pub fn alpha(up: u64, g: u32) -> u64 {
+        (up * u64::from(g.min(DCTCP_ONE))) >> 16
+    }
+
+    /// The window after a cut on marks: frac (1 - alpha / 2), to nearest.
+    pub fn cut(frac: u64, alpha: u64) -> u64 {
+        frac - ((alpha * frac + (1 << PRAGUE_ALPHA_BITS)) >> (PRAGUE_ALPHA_BITS + 1))
+    }
+
+    /// Growth per acked segment (1/2^20 of a segment per segment of
+    /// window): (rtt / target)^2 when RTT-independent below the target and
+    /// under 100 ms, else one. `srtt8` and `target_us` as the kernel and
+    /// the parameter keep them (1/8 us, us).
+    pub fn ai_per_ack(srtt8: u32, target_us: u32, rtt_indep: bool) -> u32 {
+        let (rtt, target) = (u64::from(srtt8), u64::from(target_us) << 3);
+        let max = u64::from(crate::intf::PRAGUE_MAX_SCALED_RTT_US) << 3;
+        if !rtt_indep || rtt == 0 || rtt > max || rtt >= target {
+            return ONE_CWND as u32;
+        }
+        let (n, d) = ((rtt << PRAGUE_CWND_SHIFT) * rtt, target * target);
+        ((n + d / 2) / d) as u32
+    }
+
+    /// Window growth of one ACK of `acked` unmarked segments in window
+    /// mode, for segments of `mtu` bytes.
+    pub fn increase(frac: u64, acked: u64, ai: u32, mtu: u32) -> u64 {
+        let mut inc = acked * u64::from(ai);
+        if frac > 0 {
+            inc = ((inc << PRAGUE_CWND_SHIFT) + frac / 2) / frac;
+        }
+        (inc * u64::from(crate::intf::PRAGUE_MTU_SYS) / u64::from(mtu)).max(acked)
+    }
+
+    /// The kernel's window for `frac`: rounded up, at least 2, at most `clamp`.
+    pub fn snd_cwnd(frac: u64, clamp: u32) -> u32 {
+        ((frac + ONE_CWND - 1) >> PRAGUE_CWND_SHIFT).clamp(2, u64::from(clamp)) as u32
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +156,95 @@ mod tests {
         assert_eq!(reduced(100, half, 19661), 85); // ns = 0.3: 100 (1 - 0.15)
         assert_eq!(reduced(100, half, 0), 100);
         assert_eq!(reduced(3, 1 << 20, DCTCP_ONE), 2);
+    }
+
+    mod prague {
+        use super::super::prague::*;
+
+        /// At the reference's g = 1/16, `up - g up` is its `up - (up >> 4)`.
+        #[test]
+        fn the_gain_of_a_sixteenth_is_the_references_shift() {
+            let g = crate::intf::PRAGUE_DEFAULT_G;
+            let mut up = 0u64;
+            for (d, ce) in [(10, 10), (100, 3), (7, 0), (1000, 999), (1, 0), (64, 1)] {
+                let f = if ce > 0 { (u64::from(ce) << 24) / u64::from(d) } else { 0 };
+                let reference = (up - (up >> 4) + f).min(1 << 28);
+                up = ewma(up, d, ce, g);
+                assert_eq!(up, reference, "d {d} ce {ce}");
+            }
+            // Every packet marked for long: alpha reaches 1.0 and stays.
+            for _ in 0..400 {
+                up = ewma(up, 10, 10, g);
+            }
+            assert_eq!(alpha(up, g), 1 << 24);
+        }
+
+        /// alpha / g keeps what a plain EWMA rounds away: a mark in 2^20
+        /// packets still moves it.
+        #[test]
+        fn upscaling_keeps_the_remainder() {
+            let g = crate::intf::PRAGUE_DEFAULT_G;
+            let mut up = 0;
+            for _ in 0..200 {
+                up = ewma(up, 1 << 20, 1, g);
+            }
+            // F = 2^-20 is 16 in 1/2^24; the steady state alpha = F.
+            let a = alpha(up, g);
+            assert!((15..=16).contains(&a), "{a}");
+        }
+
+        #[test]
+        fn the_cut_is_alpha_over_two_to_nearest() {
+            let one = 1u64 << 24;
+            assert_eq!(cut(100 * ONE_CWND, one), 50 * ONE_CWND);
+            assert_eq!(cut(100 * ONE_CWND, 0), 100 * ONE_CWND);
+            assert_eq!(cut(10 * ONE_CWND, one / 2), 10 * ONE_CWND - ONE_CWND * 10 / 4);
+            // Rounded to nearest, not down: frac 3 (units) at alpha 1/2 cuts 0.75 -> 1.
+            assert_eq!(cut(3, one / 2), 2);
+            for frac in [1u64, 7, ONE_CWND, 3 * ONE_CWND + 5, 1000 * ONE_CWND] {
+                for alpha in [0u64, 1, 1 << 20, one / 3, one] {
+                    let exact = frac as f64 * alpha as f64 / one as f64 / 2.0;
+                    let got = (frac - cut(frac, alpha)) as f64;
+                    assert!((got - exact).abs() <= 0.5 + 1e-9, "{frac} {alpha}: {got} {exact}");
+                }
+            }
+        }
+
+        #[test]
+        fn rtt_scaling_is_the_square_of_rtt_over_target() {
+            let target = 25_000;
+            assert_eq!(ai_per_ack(12_500 << 3, target, true), (ONE_CWND / 4) as u32);
+            assert_eq!(ai_per_ack(2_500 << 3, target, true), 10_486); // 2^20 / 100, to nearest
+            assert_eq!(ai_per_ack(2_500 << 3, target, false), ONE_CWND as u32);
+            assert_eq!(ai_per_ack(25_000 << 3, target, true), ONE_CWND as u32);
+            assert_eq!(ai_per_ack(0, target, true), ONE_CWND as u32);
+            // A 100 ms target: RTTs above 100 ms are never scaled.
+            assert_eq!(ai_per_ack(100_001 << 3, 100_000, true), ONE_CWND as u32);
+            assert!(ai_per_ack(99_999 << 3, 100_000, true) < ONE_CWND as u32);
+        }
+
+        /// A round of unmarked ACKs grows the window by one segment
+        /// unscaled, by (rtt / target)^2 scaled.
+        #[test]
+        fn a_round_of_acks_grows_by_the_scaled_segment() {
+            for (ai, want) in [(ONE_CWND as u32, 1.0), (ai_per_ack(5_000 << 3, 25_000, true), 0.04)] {
+                let mut frac = 50 * ONE_CWND;
+                for _ in 0..50 {
+                    frac += increase(frac, 1, ai, 1500);
+                }
+                let grown = (frac - 50 * ONE_CWND) as f64 / ONE_CWND as f64;
+                assert!((grown - want).abs() < want * 0.02 + 0.001, "{grown} vs {want}");
+            }
+            // Segments smaller than 1500 bytes grow more of them.
+            assert!(increase(10 * ONE_CWND, 1, ONE_CWND as u32, 750) > increase(10 * ONE_CWND, 1, ONE_CWND as u32, 1500));
+        }
+
+        #[test]
+        fn the_kernels_window_rounds_up_and_is_never_below_two() {
+            assert_eq!(snd_cwnd(1, 1000), 2);
+            assert_eq!(snd_cwnd(2 * ONE_CWND + 1, 1000), 3);
+            assert_eq!(snd_cwnd(7 * ONE_CWND, 1000), 7);
+            assert_eq!(snd_cwnd(70 * ONE_CWND, 10), 10);
+        }
     }
 }

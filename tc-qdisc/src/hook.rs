@@ -81,6 +81,46 @@ pub fn attach(prog: &ProgramMut<'_>, ns: &Path, dev: &str, at: Position) -> Resu
     })?
 }
 
+/// Attaches the program pinned at `pin` to tcx egress of `dev` in namespace
+/// `ns`, first in line; detached when the returned link is dropped. For
+/// programs another process loaded (an algorithm's ECT(1) program).
+pub fn attach_pinned_egress(pin: &Path, ns: &Path, dev: &str) -> Result<std::os::fd::OwnedFd> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let c = CString::new(pin.as_os_str().as_encoded_bytes())?;
+    // SAFETY: a NUL-terminated path; a new fd or a negative error.
+    let prog = unsafe { libbpf_sys::bpf_obj_get(c.as_ptr()) };
+    if prog < 0 {
+        bail!("opening {}: {}", pin.display(), std::io::Error::last_os_error());
+    }
+    // SAFETY: prog is a new fd we own.
+    let prog = unsafe { OwnedFd::from_raw_fd(prog) };
+    with_netns(ns, || {
+        let idx = ifindex(dev)?;
+        // SAFETY: zeroed is a valid bpf_link_create_opts; sz tells libbpf its size.
+        let mut opts: libbpf_sys::bpf_link_create_opts = unsafe { std::mem::zeroed() };
+        opts.sz = std::mem::size_of_val(&opts) as _;
+        opts.flags = libbpf_sys::BPF_F_BEFORE;
+        // SAFETY: a program fd and an interface of this namespace.
+        let link = unsafe {
+            libbpf_sys::bpf_link_create(
+                std::os::fd::AsRawFd::as_raw_fd(&prog),
+                idx as i32,
+                libbpf_sys::BPF_TCX_EGRESS,
+                &opts,
+            )
+        };
+        if link < 0 {
+            bail!(
+                "attaching {} to tcx egress of {dev}: {}",
+                pin.display(),
+                std::io::Error::from_raw_os_error(-link)
+            );
+        }
+        // SAFETY: a new link fd we own; closing it detaches.
+        Ok(unsafe { OwnedFd::from_raw_fd(link) })
+    })?
+}
+
 fn attach_tcx(prog: &ProgramMut<'_>, idx: u32, dev: &str, at: Position) -> Result<Link> {
     // SAFETY: zeroed is a valid bpf_tcx_opts; sz tells libbpf its size.
     let mut opts: libbpf_sys::bpf_tcx_opts = unsafe { std::mem::zeroed() };

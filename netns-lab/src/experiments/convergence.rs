@@ -180,6 +180,8 @@ impl ConvergenceConfig {
             "--rates: give at least one rate"
         );
         ensure!(!self.variants.is_empty(), "--variants: give at least one");
+        let names: Vec<String> = self.variants.iter().map(|v| v.cc.clone()).collect();
+        crate::traffic::cc::check_names(&names)?;
         ensure!(
             (1..=MAX_SENDERS).contains(&self.senders),
             "--senders {}: 1 to {MAX_SENDERS}",

@@ -80,16 +80,7 @@ impl IncastConfig {
         );
         anyhow::ensure!(!self.algorithms.is_empty(), "give at least one algorithm");
         Bottleneck::step(self.rate_bps, self.buffer_pkts, self.k).validate()?;
-        let available =
-            std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
-                .unwrap_or_default();
-        for a in self.algorithms.iter().filter(|a| a.as_str() != "bpf_dctcp") {
-            anyhow::ensure!(
-                available.split_whitespace().any(|x| x == a),
-                "algorithm `{a}` is not in this kernel (it has {}; bpf_dctcp is attached for the run)",
-                available.trim()
-            );
-        }
+        crate::traffic::cc::check_names(&self.algorithms)?;
         rpcgen()?;
         Ok(())
     }

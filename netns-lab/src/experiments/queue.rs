@@ -187,8 +187,10 @@ impl QueueConfig {
             !self.variants.is_empty(),
             "give at least one algorithm:backend"
         );
+        let mut names = Vec::new();
         for v in &self.variants {
             let v = parse_variant(v).map_err(anyhow::Error::msg)?;
+            names.push(v.cc.clone());
             for &rate in &self.rates_bps {
                 Bottleneck {
                     rate_bps: rate,
@@ -198,6 +200,7 @@ impl QueueConfig {
                 .validate()?;
             }
         }
+        crate::traffic::cc::check_names(&names)?;
         if let Some(c) = self.rwnd_clamp_pkts {
             if c == 1 || c > RWND_CLAMP_MAX_PKTS {
                 bail!("--rwnd-clamp {c}: give 0 (no clamp) or 2-{RWND_CLAMP_MAX_PKTS} packets");

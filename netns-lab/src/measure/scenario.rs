@@ -271,6 +271,7 @@ pub fn run(
         access_rate_bps: scn.access_rate_bps,
     })?;
     star.ecn_everywhere()?;
+    let _ect1 = ect1_on_senders(&star, scn)?;
     for &i in &scn.no_ecn_senders {
         star.senders
             .get(i)
@@ -488,4 +489,27 @@ pub fn run(
         cc_trace,
         short: short.unwrap_or_default(),
     })
+}
+
+/// The ECT(1) program of every algorithm of the run that has one (Prague),
+/// on tcx egress of every sender: it rewrites only its own sockets'
+/// packets, so senders of other algorithms are untouched. Detached when
+/// the links are dropped, before the namespaces go.
+fn ect1_on_senders(star: &Star, scn: &Scenario) -> Result<Vec<std::os::fd::OwnedFd>> {
+    let mut names: Vec<&str> = scn.flows.iter().map(|f| f.cc.as_str()).collect();
+    names.extend(scn.short_flows.iter().map(|s| s.cc.as_str()));
+    names.sort_unstable();
+    names.dedup();
+    let mut links = Vec::new();
+    for name in names {
+        let pin = dctcp_utils::bpffs::InstanceDir::new(name)
+            .path.join(loader::instance::ECT1_PROG_PIN);
+        if !pin.exists() {
+            continue;
+        }
+        for h in &star.senders {
+            links.push(tc_qdisc::hook::attach_pinned_egress(&pin, &h.ns.path(), &h.ifname)?);
+        }
+    }
+    Ok(links)
 }

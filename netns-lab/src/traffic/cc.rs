@@ -63,21 +63,47 @@ impl LabCc {
     }
 }
 
-/// An experiment's algorithms by the names its sockets use: `bpf_dctcp` is
-/// attached for the run under the lab's own name, kernel ones pass through.
+/// The names the lab attaches a BPF algorithm for, and which.
+pub const OURS: &[(&str, Algo)] = &[("bpf_dctcp", Algo::Dctcp), ("bpf_prague", Algo::Prague)];
+
+/// Refuses, before a lab builds anything, an algorithm that is neither
+/// ours (attached for the run, and runnable on this kernel) nor in this
+/// kernel.
+pub fn check_names(names: &[String]) -> Result<()> {
+    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
+    let ours: Vec<&str> = OURS.iter().map(|(n, _)| *n).collect();
+    for name in names {
+        if let Some((_, algo)) = OURS.iter().find(|(n, _)| n == name) {
+            algo.require_kernel()?;
+        } else {
+            anyhow::ensure!(
+                available.split_whitespace().any(|x| x == name),
+                "algorithm `{name}` is not in this kernel (it has {}; {} are attached for the run)",
+                available.trim(),
+                ours.join(" and ")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// An experiment's algorithms by the names its sockets use: `bpf_dctcp`
+/// and `bpf_prague` are attached for the run under the lab's own names,
+/// kernel ones pass through.
 pub struct Algorithms {
-    bpf: Option<LabCc>,
+    bpf: Vec<(&'static str, LabCc)>,
 }
 
 impl Algorithms {
     pub fn attach(names: &[String]) -> Result<Algorithms> {
-        Ok(Algorithms {
-            bpf: names
-                .iter()
-                .any(|a| a == "bpf_dctcp")
-                .then(|| LabCc::attach(Algo::Dctcp, vec![]))
-                .transpose()?,
-        })
+        let mut bpf = Vec::new();
+        for (name, algo) in OURS {
+            if names.iter().any(|a| a == name) {
+                bpf.push((*name, LabCc::attach(*algo, vec![])?));
+            }
+        }
+        Ok(Algorithms { bpf })
     }
 
     /// What TCP_CONGESTION takes for `name`.
@@ -88,7 +114,7 @@ impl Algorithms {
 
     /// The BPF algorithm attached for `name`, if it is ours.
     pub fn ours(&self, name: &str) -> Option<&LabCc> {
-        self.bpf.as_ref().filter(|_| name == "bpf_dctcp")
+        self.bpf.iter().find(|(n, _)| *n == name).map(|(_, cc)| cc)
     }
 
     /// `f`'s result and the guard's repairs of `name`'s algorithm while it
