@@ -189,6 +189,7 @@ fn parse(path: &Path, text: &str, kernel: &Kernel) -> Result<AttachFile> {
             name,
             params,
             mode,
+            ect1_devs: None,
         });
     }
     let metrics = match raw.metrics {

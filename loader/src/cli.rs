@@ -102,9 +102,18 @@ pub enum Command {
         /// the struct_ops map itself (older kernels). auto picks by kernel.
         #[arg(long, value_enum, default_value_t = AttachMode::Auto)]
         mode: AttachMode,
+        /// prague: put its ECT(1) program on the egress (tcx) of this
+        /// interface of loader's network namespace, repeatable; by default
+        /// every interface that is up but loopback. It rewrites ECT(0) to
+        /// ECT(1) on the packets of prague's own sockets only; detach
+        /// removes it. A network namespace of its own (a container's, the
+        /// lab's) needs it on its own interfaces: run loader there, or let
+        /// the lab attach it.
+        #[arg(long = "ect1-dev", value_name = "DEV")]
+        ect1_devs: Vec<String>,
         /// Attach what this TOML file lists instead (see above; the unit
         /// reads /etc/dctcp-bpf/attach.toml).
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["algo", "name", "params", "mode"])]
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["algo", "name", "params", "mode", "ect1_devs"])]
         from: Option<std::path::PathBuf>,
     },
     /// Unregister an attached algorithm and remove its pins.

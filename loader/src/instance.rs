@@ -38,6 +38,9 @@ pub struct AttachRequest {
     pub name: String,
     pub params: Vec<Assignment>,
     pub mode: AttachMode,
+    /// Prague: the interfaces of this namespace whose egress gets its ECT(1)
+    /// program; None: every interface that is up but loopback.
+    pub ect1_devs: Option<Vec<String>>,
 }
 
 /// Where a Prague instance pins its ECT(1) program (tcx egress).
@@ -74,6 +77,7 @@ pub fn attach(req: &AttachRequest) -> Result<InstanceDir> {
     params::check_name(&req.name)?;
     let mut p = req.algo.default_params();
     params::apply(req.algo, &mut p, &req.params)?;
+    check_ect1_devs(req)?;
 
     preflight::require_root("loader attach")?;
     preflight::require_btf()?;
@@ -124,6 +128,16 @@ pub fn attach(req: &AttachRequest) -> Result<InstanceDir> {
     };
 
     let v = load(req.algo, &staging, &req.name, &fallback, &p, use_link, true)?;
+    if req.algo == Algo::Prague {
+        let devs = match &req.ect1_devs {
+            Some(devs) => devs.clone(),
+            None => interfaces_up()?,
+        };
+        for dev in &devs {
+            attach_ect1(&staging, dev)?;
+        }
+        tracing::info!(name = %req.name, devices = ?devs, "ECT(1) program attached");
+    }
     std::fs::rename(&staging.path, &dir.path)
         .with_context(|| format!("moving {} into place", staging.path.display()))?;
     guard.armed = false;
@@ -379,9 +393,101 @@ fn hold(
     }
 }
 
+/// Pins of the ECT(1) program's tcx links: `ect1_link_<ifindex>`.
+const ECT1_LINK_PREFIX: &str = "ect1_link_";
+
+/// The interfaces of this network namespace that are up, but loopback
+/// (asked of the kernel: /sys/class/net is the namespace's that mounted it).
+fn interfaces_up() -> Result<Vec<String>> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list`, freed below.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        bail!("listing interfaces: {}", std::io::Error::last_os_error());
+    }
+    let mut devs = Vec::new();
+    let mut at = list;
+    while !at.is_null() {
+        // SAFETY: a node of the list getifaddrs returned.
+        let ifa = unsafe { &*at };
+        let flags = ifa.ifa_flags as i32;
+        if flags & libc::IFF_UP != 0 && flags & libc::IFF_LOOPBACK == 0 {
+            // SAFETY: a NUL-terminated name.
+            let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+            devs.push(name.to_string_lossy().to_string());
+        }
+        at = ifa.ifa_next;
+    }
+    // SAFETY: the list getifaddrs allocated.
+    unsafe { libc::freeifaddrs(list) };
+    // One entry per address family: each interface once.
+    devs.sort();
+    devs.dedup();
+    Ok(devs)
+}
+
+/// --ect1-dev names interfaces of this namespace, and only for Prague.
+fn check_ect1_devs(req: &AttachRequest) -> Result<()> {
+    let Some(devs) = &req.ect1_devs else {
+        return Ok(());
+    };
+    if req.algo != Algo::Prague && !devs.is_empty() {
+        dctcp_utils::usage_bail!(
+            "--ect1-dev is for prague only (its ECT(1) program); {} sends ECT(0) itself",
+            req.algo.key()
+        );
+    }
+    for dev in devs {
+        if let Err(e) = tc_qdisc::hook::ifindex(dev) {
+            dctcp_utils::usage_bail!(
+                "--ect1-dev {dev}: {e:#}; give interfaces of this network namespace (`ip link`)"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The instance's ECT(1) program on tcx egress of `dev` (this namespace),
+/// the link pinned in the instance so that detach removes it.
+fn attach_ect1(dir: &InstanceDir, dev: &str) -> Result<()> {
+    let prog = dir.path.join(ECT1_PROG_PIN);
+    let idx = tc_qdisc::hook::ifindex(dev)?;
+    let link = tc_qdisc::hook::attach_pinned_egress(&prog, Path::new("/proc/self/ns/net"), dev)?;
+    let pin = dir.path.join(format!("{ECT1_LINK_PREFIX}{idx}"));
+    let c = std::ffi::CString::new(pin.as_os_str().as_encoded_bytes())?;
+    // SAFETY: a link fd we hold and a NUL-terminated path.
+    let r = unsafe {
+        libbpf_rs::libbpf_sys::bpf_obj_pin(std::os::fd::AsRawFd::as_raw_fd(&link), c.as_ptr())
+    };
+    if r < 0 {
+        bail!("pinning {}: {}", pin.display(), std::io::Error::from_raw_os_error(-r));
+    }
+    Ok(())
+}
+
+/// The ECT(1) program's links of an instance, detached and unpinned.
+fn detach_ect1(dir: &InstanceDir) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(&dir.path) else {
+        return Ok(());
+    };
+    for entry in entries {
+        let path = entry?.path();
+        let is_link = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(ECT1_LINK_PREFIX));
+        if is_link {
+            // The interface may be gone, and the link defunct with it.
+            if let Ok(link) = Link::open(&path) {
+                let _ = link.detach();
+            }
+            std::fs::remove_file(&path).with_context(|| format!("unpinning {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// Unregisters main then fallback, whichever way each is held, and unpins.
 fn unregister(dir: &InstanceDir) -> Result<()> {
-    let mut first_err = None;
+    let mut first_err = detach_ect1(dir).err();
     for (link, ops) in [
         (dir.link(), dir.ops()),
         (dir.fallback_link(), dir.fallback_ops()),

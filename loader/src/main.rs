@@ -54,6 +54,7 @@ fn run(cli: Cli) -> Result<()> {
             name,
             params,
             mode,
+            ect1_devs,
             from: None,
         } => {
             let name = name.unwrap_or_else(|| algo.default_name().to_string());
@@ -62,6 +63,7 @@ fn run(cli: Cli) -> Result<()> {
                 name,
                 params,
                 mode,
+                ect1_devs: (!ect1_devs.is_empty()).then_some(ect1_devs),
             };
             let dir = instance::attach(&req)?;
             let inst = instance::describe(&dir)?;

@@ -323,3 +323,77 @@ fn parameters_set_live_reach_new_flows() {
     // Flows report alpha in 1/2^20; alpha_on_init is in 1/1024.
     assert_eq!(sender["alpha"], 600 << 10, "{sender}");
 }
+
+/// `loader attach --algo prague` in a namespace of its own puts the ECT(1)
+/// program on that namespace's interfaces (loopback aside): every data
+/// segment of a prague flow then arrives ECT(1); `loader detach` leaves no
+/// program on the interface and no pin.
+#[test]
+fn prague_sends_ect1_from_the_namespace_it_was_attached_in_and_detach_removes_it() {
+    require_root();
+    if !kernel_at_least(6, 10) {
+        eprintln!("SKIP: prague needs Linux 6.10");
+        return;
+    }
+    let pair = Pair::new();
+    let loader_in = |args: &[&str]| {
+        pair.client
+            .command(std::path::Path::new(env!("CARGO_BIN_EXE_loader")))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = loader_in(&["attach", "--algo", "prague", "--name", "t_pr"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let tcx = |ns: &netns_lab::Netns, dev: &str| -> String {
+        let o = ns
+            .command(std::path::Path::new("bpftool"))
+            .args(["net", "show", "dev", dev])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    assert!(tcx(&pair.client, &pair.client_if).contains("prague_ect1"));
+    assert!(!tcx(&pair.server, &pair.server_if).contains("prague_ect1"));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let capture = count_codepoints(&pair.server, &pair.server_if, PORT, stop.clone());
+    let t = Transfer::start(&pair, "t_pr", Some("t_pr"), 8 * MB, 8 * MB);
+    t.resume();
+    let (client, server) = t.finish();
+    stop.store(true, Ordering::Relaxed);
+    let [not_ect, ect1, ect0, ce] = capture.join().unwrap().unwrap();
+    eprintln!("data segments: {ect1} ECT(1), {ect0} ECT(0), {not_ect} Not-ECT, {ce} CE");
+    assert_eq!((client.bytes, server.bytes), (16 * MB, 16 * MB));
+    assert_eq!((client.ca_at_end.as_str(), server.ca_at_end.as_str()), ("t_pr", "t_pr"));
+    // The client's data (to PORT): all of it ECT(1), nothing left ECT(0).
+    assert!(ect1 >= 20, "{ect1} ECT(1) data segments");
+    assert_eq!((not_ect, ect0, ce), (0, 0, 0));
+
+    let out = loader_in(&["detach", "t_pr"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!tcx(&pair.client, &pair.client_if).contains("prague"));
+    assert!(!std::path::Path::new("/sys/fs/bpf/dctcp-bpf/t_pr").exists());
+}
+
+/// A bad --ect1-dev or Prague parameter is refused before anything loads.
+#[test]
+fn prague_refuses_bad_devices_and_parameters_before_loading() {
+    require_root();
+    for args in [
+        &["--ect1-dev", "no_such_dev0"][..],
+        &["--param", "mode=fast"],
+        &["--param", "rtt_target_us=50"],
+        &["--param", "shift_g=4"],
+    ] {
+        let mut all = vec!["attach", "--algo", "prague", "--name", "t_prbad"];
+        all.extend_from_slice(args);
+        let out = loader(&all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(!registered("t_prbad"), "{args:?}");
+        assert!(!std::path::Path::new("/sys/fs/bpf/dctcp-bpf/t_prbad").exists());
+    }
+    let out = loader(&["attach", "--algo", "dctcp", "--name", "t_prbad", "--ect1-dev", "lo"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("prague only"), "{}", stderr(&out));
+}

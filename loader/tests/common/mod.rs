@@ -375,10 +375,27 @@ pub fn count_ecn_marks(
     port: u16,
     stop: Arc<AtomicBool>,
 ) -> JoinHandle<std::io::Result<(u64, u64)>> {
+    let counts = count_codepoints(ns, dev, port, stop);
+    std::thread::spawn(move || {
+        counts
+            .join()
+            .unwrap()
+            .map(|[not_ect, ect1, ect0, ce]| (not_ect + ect1 + ect0 + ce, ect1 + ect0 + ce))
+    })
+}
+
+/// Data segments to `port` captured on `dev` by ECN field: [Not-ECT,
+/// ECT(1), ECT(0), CE].
+pub fn count_codepoints(
+    ns: &Netns,
+    dev: &str,
+    port: u16,
+    stop: Arc<AtomicBool>,
+) -> JoinHandle<std::io::Result<[u64; 4]>> {
     let dev = dev.to_string();
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
     let handle = ns
-        .spawn(move || -> (u64, u64) {
+        .spawn(move || -> [u64; 4] {
             let sock = Socket::new(
                 Domain::PACKET,
                 Type::RAW,
@@ -392,7 +409,7 @@ pub fn count_ecn_marks(
             // Segments are up to 64 KB with GSO; a deep buffer keeps more of them.
             let _ = sock.set_recv_buffer_size(32 << 20);
             ready_tx.send(()).unwrap();
-            let (mut data, mut ecn) = (0, 0);
+            let mut counts = [0u64; 4];
             let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); 65536];
             while !stop.load(Ordering::Relaxed) {
                 let Ok(n) = sock.recv(&mut buf) else { continue };
@@ -412,12 +429,9 @@ pub fn count_ecn_marks(
                 if u16::from_be_bytes([tcp[2], tcp[3]]) != port || total <= ihl + doff {
                     continue;
                 }
-                data += 1;
-                if ip[1] & 0x3 != 0 {
-                    ecn += 1;
-                }
+                counts[usize::from(ip[1] & 0x3)] += 1;
             }
-            (data, ecn)
+            counts
         })
         .unwrap();
     // Capturing before the caller starts the traffic.

@@ -37,6 +37,8 @@ impl LabCc {
             name: name.clone(),
             params,
             mode: AttachMode::Auto,
+            // The lab puts Prague's ECT(1) program on its own senders.
+            ect1_devs: Some(Vec::new()),
         })?;
         Ok(LabCc {
             name,
