@@ -40,6 +40,7 @@ int dump_tcp(struct bpf_iter__tcp *ctx)
 	r.bytes_acked = tp->bytes_acked;
 	r.bytes_received = tp->bytes_received;
 	r.sock_cookie = bpf_get_socket_cookie(tp);
+	r.pacing_rate = tp->inet_conn.icsk_inet.sk.sk_pacing_rate;
 	bpf_probe_read_kernel(&r.ca, sizeof(r.ca), (void *)icsk->icsk_ca_priv);
 	bpf_probe_read_kernel(&r.prague, sizeof(r.prague),
 			      (void *)icsk->icsk_ca_priv + sizeof(r.ca));

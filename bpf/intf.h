@@ -265,6 +265,7 @@ struct flow_record {
 	u64 bytes_acked;
 	u64 bytes_received;
 	u64 sock_cookie;
+	u64 pacing_rate;      /* sk_pacing_rate, bytes/s */
 	struct dctcp_state ca; /* raw icsk_ca_priv, meaningful for our algorithms */
 	struct prague_ext prague; /* the rest of icsk_ca_priv, meaningful for Prague */
 };

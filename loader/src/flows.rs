@@ -21,7 +21,10 @@ use dctcp_utils::preflight;
 use dctcp_utils::setns;
 
 use crate::instance::{attached_names, c_str};
-use crate::intf::{dctcp_flow_key, flow_record, DCTCP_ALPHA_ONE, DCTCP_FLAG_FALLBACK};
+use crate::intf::{
+    dctcp_flow_key, flow_record, DCTCP_ALPHA_ONE, DCTCP_FLAG_FALLBACK, PRAGUE_CWND_SHIFT,
+    PRAGUE_FLAG_ECT1, PRAGUE_FLAG_RATE_MODE,
+};
 use crate::skel::flows::FlowsSkelBuilder;
 
 const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
@@ -99,6 +102,26 @@ pub struct Flow {
     pub bytes_acked: u64,
     pub bytes_received: u64,
     pub cookie: u64,
+    /// sk_pacing_rate, bit/s (0: not paced by TCP).
+    pub pacing_rate_bps: u64,
+    /// Prague's own, absent for the others.
+    #[serde(flatten)]
+    pub prague: Option<PragueFlow>,
+}
+
+/// What `flows` shows of a Prague socket.
+#[derive(Clone, Debug, Serialize)]
+pub struct PragueFlow {
+    /// The fractional window, segments.
+    pub frac_cwnd: f64,
+    /// window or rate: which leads.
+    pub mode: &'static str,
+    /// The codepoint its data leaves with where the ECT(1) program runs.
+    pub ect: &'static str,
+    /// Growth relative to unscaled (RTT independence).
+    pub rtt_scale: f64,
+    /// Rounds since slow start ended.
+    pub round: u32,
 }
 
 fn tcp_state_name(s: u8) -> &'static str {
@@ -178,6 +201,22 @@ fn decode(ns: &str, r: &flow_record, ours: &[String]) -> Flow {
         bytes_acked: r.bytes_acked,
         bytes_received: r.bytes_received,
         cookie: r.sock_cookie,
+        pacing_rate_bps: r.pacing_rate.saturating_mul(8),
+        // Only Prague's init marks a socket for its ECT(1) program.
+        prague: (dctcp && r.ca.flags & PRAGUE_FLAG_ECT1 != 0).then(|| {
+            let one = f64::from(1u32 << PRAGUE_CWND_SHIFT);
+            PragueFlow {
+                frac_cwnd: r.prague.frac_cwnd as f64 / one,
+                mode: if r.ca.flags & PRAGUE_FLAG_RATE_MODE != 0 {
+                    "rate"
+                } else {
+                    "window"
+                },
+                ect: "ECT(1)",
+                rtt_scale: f64::from(r.prague.ai_per_ack) / one,
+                round: r.prague.round,
+            }
+        }),
     }
 }
 

@@ -609,6 +609,8 @@ pub struct Instance {
     /// found them (0: none), README "Known issue".
     pub found_ssthresh: u64,
     pub found_cwnd: u64,
+    /// Prague: packets its ECT(1) program rewrote from ECT(0) to ECT(1).
+    pub ect1_packets: u64,
     pub pin: String,
     #[serde(skip)]
     pub params_raw: dctcp_params,
@@ -711,6 +713,7 @@ pub fn describe(dir: &InstanceDir) -> Result<Instance> {
         events_dropped: s.events_dropped,
         found_ssthresh: s.found_ssthresh,
         found_cwnd: s.found_cwnd,
+        ect1_packets: s.ect1_packets,
         pin: dir.path.display().to_string(),
         params_raw: p,
     })

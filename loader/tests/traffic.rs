@@ -369,6 +369,11 @@ fn prague_sends_ect1_from_the_namespace_it_was_attached_in_and_detach_removes_it
     // The client's data (to PORT): all of it ECT(1), nothing left ECT(0).
     assert!(ect1 >= 20, "{ect1} ECT(1) data segments");
     assert_eq!((not_ect, ect0, ce), (0, 0, 0));
+    // The program counted at least what arrived (GRO may merge segments
+    // the capture then sees as one).
+    let listed: serde_json::Value = serde_json::from_str(&loader_ok(&["list", "--json"])).unwrap();
+    let mine = listed.as_array().unwrap().iter().find(|i| i["name"] == "t_pr").unwrap();
+    assert!(mine["ect1_packets"].as_u64().unwrap() >= ect1, "{mine}");
 
     let out = loader_in(&["detach", "t_pr"]);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -299,6 +299,7 @@ mod tests {
             events_dropped: 1,
             found_ssthresh: 0,
             found_cwnd: 0,
+            ect1_packets: 0,
             pin: String::new(),
             params_raw: Default::default(),
         }

@@ -64,8 +64,8 @@ pub struct ConvergenceArgs {
     /// --quick).
     #[arg(long, value_delimiter = ',', value_parser = parse_rate)]
     pub rates: Option<Vec<u64>>,
-    /// Comparisons as algorithm:backend, as in `lab queue`: bpf_dctcp
-    /// (attached for the run) or a kernel algorithm, on droptail, bpf-step,
+    /// Comparisons as algorithm:backend, as in `lab queue`: bpf_dctcp or
+    /// bpf_prague (attached for the run) or a kernel algorithm, on droptail, bpf-step,
     /// bpf-red, or red / fq_codel where the kernel has them (the VM tier:
     /// dctcp:red).
     #[arg(long, value_delimiter = ',', value_parser = parse_variant, default_value = DEFAULT_VARIANTS)]

@@ -474,7 +474,7 @@ pub struct IncastArgs {
     /// RTO_min of the workers' routes, ms.
     #[arg(long, default_value_t = 10)]
     pub rto_min_ms: u32,
-    /// Algorithms: bpf_dctcp (attached for the run) and kernel ones.
+    /// Algorithms: bpf_dctcp or bpf_prague (attached for the run) and kernel ones.
     #[arg(long, value_delimiter = ',', default_value = "bpf_dctcp,cubic,reno")]
     pub algorithms: Vec<String>,
     #[command(flatten)]

@@ -43,6 +43,7 @@ pub struct RpcConfig {
 
 impl RpcConfig {
     pub fn validate(&self) -> Result<()> {
+        crate::traffic::cc::check_names(&self.algorithms)?;
         anyhow::ensure!(
             (1..=16).contains(&self.senders),
             "--senders {}: 1 to 16",
@@ -427,7 +428,7 @@ pub struct RpcArgs {
     /// Persistent connections per sender.
     #[arg(long, default_value_t = 8)]
     pub connections: usize,
-    /// Algorithms: bpf_dctcp (attached for the run) and kernel ones.
+    /// Algorithms: bpf_dctcp or bpf_prague (attached for the run) and kernel ones.
     #[arg(long, value_delimiter = ',', default_value = "bpf_dctcp,cubic")]
     pub algorithms: Vec<String>,
     #[command(flatten)]

@@ -148,7 +148,8 @@ pub fn guarded<T>(
 }
 
 /// The switch of the workload experiments: DCTCP's step marker at K for
-/// bpf_dctcp, a plain drop-tail queue for the kernel's algorithms.
+/// ours (bpf_dctcp, bpf_prague), a plain drop-tail queue for the kernel's
+/// algorithms.
 pub fn switch_for(
     algorithm: &str,
     rate_bps: u64,
@@ -158,7 +159,7 @@ pub fn switch_for(
     tc_qdisc::Bottleneck {
         rate_bps,
         buffer_pkts,
-        backend: if algorithm == "bpf_dctcp" {
+        backend: if OURS.iter().any(|(n, _)| *n == algorithm) {
             tc_qdisc::Marking::BpfStep
         } else {
             tc_qdisc::Marking::Droptail
