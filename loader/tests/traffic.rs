@@ -359,6 +359,19 @@ fn prague_sends_ect1_from_the_namespace_it_was_attached_in_and_detach_removes_it
     let stop = Arc::new(AtomicBool::new(false));
     let capture = count_codepoints(&pair.server, &pair.server_if, PORT, stop.clone());
     let t = Transfer::start(&pair, "t_pr", Some("t_pr"), 8 * MB, 8 * MB);
+    t.wait_paused();
+    // `loader flows` shows Prague's window, mode, codepoint and pacing.
+    let flows = flows_of("t_pr");
+    assert_eq!(flows.len(), 2, "{flows:#?}");
+    for f in &flows {
+        assert_eq!(f["ect"], "ECT(1)", "{f}");
+        assert!(["window", "rate"].contains(&f["mode"].as_str().unwrap()), "{f}");
+        assert!(f["frac_cwnd"].as_f64().unwrap() > 0.0, "{f}");
+    }
+    assert!(
+        flows.iter().any(|f| f["pacing_rate_bps"].as_u64().unwrap() > 0),
+        "no pacing: {flows:#?}"
+    );
     t.resume();
     let (client, server) = t.finish();
     stop.store(true, Ordering::Relaxed);
