@@ -101,7 +101,7 @@ pub struct FlowTrack {
 }
 
 impl FlowTrack {
-    fn new(t: f64, flow: Flow) -> Self {
+    pub(crate) fn new(t: f64, flow: Flow) -> Self {
         let mut track = FlowTrack {
             last: FlowCounters::of(t, &flow),
             flow,
@@ -436,6 +436,8 @@ pub(crate) mod tests {
             bytes_acked: 0,
             bytes_received: 0,
             cookie,
+            pacing_rate_bps: 0,
+            prague: None,
         }
     }
 

@@ -24,7 +24,7 @@ const KEYS: &str = "Up/Down j/k select  PgUp/PgDn page  p/space pause  +/- time 
     q/Esc/Ctrl-C quit";
 
 /// (title, width, right-aligned) of each table column.
-const COLUMNS: [(&str, Constraint, bool); 10] = [
+const COLUMNS: [(&str, Constraint, bool); 11] = [
     ("flow (local -> remote)", Constraint::Fill(1), false),
     ("netns", Constraint::Length(12), false),
     ("algorithm", Constraint::Length(14), false),
@@ -34,7 +34,8 @@ const COLUMNS: [(&str, Constraint, bool); 10] = [
     ("F", Constraint::Length(6), true),
     ("srtt ms", Constraint::Length(8), true),
     ("Mbit/s", Constraint::Length(10), true),
-    ("state", Constraint::Length(22), false),
+    ("pace", Constraint::Length(7), true),
+    ("state", Constraint::Length(26), false),
 ];
 
 /// Rows the switch panel takes when at least one lab switch is pinned.
@@ -99,23 +100,38 @@ fn row(t: &FlowTrack) -> Row<'static> {
         (Some(tx), Some(rx)) if tx == 0.0 && rx > 0.0 => format!("rx {rx:.1}"),
         (tx, _) => opt(tx, |v| format!("{v:.1}")),
     };
-    let state = if t.gone_since.is_some() {
+    let mut state = if t.gone_since.is_some() {
         "gone".to_string()
     } else if f.fallback {
         format!("{} {} reno-fb", f.tcp_state, f.ca_state)
     } else {
         format!("{} {}", f.tcp_state, f.ca_state)
     };
+    // Prague: its fractional window in place of cwnd, and what leads.
+    let cwnd = match &f.prague {
+        Some(p) => {
+            if t.gone_since.is_none() {
+                state.push_str(&format!(" {} {}", p.mode, p.ect));
+            }
+            format!("{:.2}", p.frac_cwnd)
+        }
+        None => f.cwnd.to_string(),
+    };
+    let pace = match f.pacing_rate_bps {
+        0 | u64::MAX => "-".to_string(),
+        bps => format!("{:.1}", bps as f64 / 1e6),
+    };
     let values = [
         format!("{} -> {}", f.local, f.remote),
         f.netns.clone(),
         f.algorithm.clone(),
-        f.cwnd.to_string(),
+        cwnd,
         opt(f.ssthresh, |v| v.to_string()),
         opt(f.alpha, |a| format!("{:.3}", alpha_fraction(a))),
         opt(t.marked, |v| format!("{v:.3}")),
         format!("{:.2}", f64::from(f.srtt_us) / 1000.0),
         rate,
+        pace,
         state,
     ];
     let style = if t.gone_since.is_some() {
@@ -442,6 +458,7 @@ mod tests {
             "F ",
             "srtt ms",
             "Mbit/s",
+            "pace",
             "state",
         ] {
             assert!(text.contains(title), "column {title}");
@@ -466,6 +483,7 @@ mod tests {
                 "0.100",
                 "0.25",
                 "40.0",
+                "-",
                 "ESTAB",
                 "open",
                 "│"
@@ -609,5 +627,25 @@ mod tests {
         assert_eq!(nice_ceiling(110.0), 200.0);
         assert_eq!(nice_ceiling(1000.0), 1000.0);
         assert_eq!(nice_ceiling(3100.0), 5000.0);
+    }
+
+    /// A Prague flow shows its fractional window, mode and codepoint, and
+    /// every flow its pacing rate.
+    #[test]
+    fn a_prague_row_shows_its_fractional_window_mode_and_codepoint() {
+        let mut t = FlowTrack::new(0.0, crate::top::app::tests::flow(7, 40007));
+        t.flow.algorithm = "bpf_prague".into();
+        t.flow.pacing_rate_bps = 12_500_000;
+        t.flow.prague = Some(crate::flows::PragueFlow {
+            frac_cwnd: 1.375,
+            mode: "rate",
+            ect: "ECT(1)",
+            rtt_scale: 0.04,
+            round: 9,
+        });
+        let text = format!("{:?}", row(&t));
+        assert!(text.contains("1.38") && !text.contains("\"10\""), "{text}");
+        assert!(text.contains("ESTAB open rate ECT(1)"), "{text}");
+        assert!(text.contains("12.5"), "{text}");
     }
 }
