@@ -51,8 +51,9 @@ pub struct QueueArgs {
     pub duration: Option<f64>,
     /// Comparisons as algorithm:backend, comma-separated. Algorithms:
     /// bpf_dctcp or bpf_prague (TCP Prague, Linux 6.10+, its ECT(1)
-    /// program on every sender), attached for the run, or any kernel one
-    /// (dctcp, cubic, reno). Backends: droptail, bpf-step, bpf-red (this kernel), red,
+    /// program on every sender), attached for the run, with parameters
+    /// after `+` if need be (`bpf_prague+rtt_scaling=0:bpf-step`), or any
+    /// kernel one (dctcp, cubic, reno). Backends: droptail, bpf-step, bpf-red (this kernel), red,
     /// fq_codel (kernels with those qdiscs, e.g. `just vm-test`).
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_VARIANTS)]
     pub variants: Vec<String>,

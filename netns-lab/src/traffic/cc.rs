@@ -68,41 +68,70 @@ impl LabCc {
 /// The names the lab attaches a BPF algorithm for, and which.
 pub const OURS: &[(&str, Algo)] = &[("bpf_dctcp", Algo::Dctcp), ("bpf_prague", Algo::Prague)];
 
+/// An algorithm as an experiment names it: `bpf_prague`, or one of ours
+/// with parameters after `+` (`bpf_prague+rtt_scaling=0+mode=window`),
+/// attached under a name of its own.
+fn split(name: &str) -> (&str, Vec<Assignment>, Option<Algo>) {
+    let mut parts = name.split('+');
+    let base = parts.next().unwrap_or_default();
+    let params = parts.filter_map(|p| p.parse().ok()).collect();
+    (base, params, OURS.iter().find(|(n, _)| *n == base).map(|(_, a)| *a))
+}
+
+/// Whether `name` (with or without parameters) is one of ours.
+pub fn is_ours(name: &str) -> bool {
+    split(name).2.is_some()
+}
+
 /// Refuses, before a lab builds anything, an algorithm that is neither
 /// ours (attached for the run, and runnable on this kernel) nor in this
-/// kernel.
+/// kernel, and parameters ours would refuse.
 pub fn check_names(names: &[String]) -> Result<()> {
     let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
         .unwrap_or_default();
     let ours: Vec<&str> = OURS.iter().map(|(n, _)| *n).collect();
     for name in names {
-        if let Some((_, algo)) = OURS.iter().find(|(n, _)| n == name) {
-            algo.require_kernel()?;
-        } else {
-            anyhow::ensure!(
+        match split(name) {
+            (_, params, Some(algo)) => {
+                algo.require_kernel()?;
+                for p in name.split('+').skip(1) {
+                    p.parse::<Assignment>().map_err(|e| {
+                        anyhow::Error::new(dctcp_utils::error::UsageError(format!("`{name}`: {e}")))
+                    })?;
+                }
+                loader::params::apply(algo, &mut algo.default_params(), &params)
+                    .map_err(|e| e.context(format!("`{name}`")))?;
+            }
+            (base, _, None) if base != name => dctcp_utils::usage_bail!(
+                "`{name}`: parameters (after `+`) are for {} only",
+                ours.join(" and ")
+            ),
+            _ => anyhow::ensure!(
                 available.split_whitespace().any(|x| x == name),
                 "algorithm `{name}` is not in this kernel (it has {}; {} are attached for the run)",
                 available.trim(),
                 ours.join(" and ")
-            );
+            ),
         }
     }
     Ok(())
 }
 
 /// An experiment's algorithms by the names its sockets use: `bpf_dctcp`
-/// and `bpf_prague` are attached for the run under the lab's own names,
-/// kernel ones pass through.
+/// and `bpf_prague` (each set of parameters its own instance) are attached
+/// for the run under the lab's own names, kernel ones pass through.
 pub struct Algorithms {
-    bpf: Vec<(&'static str, LabCc)>,
+    bpf: Vec<(String, LabCc)>,
 }
 
 impl Algorithms {
     pub fn attach(names: &[String]) -> Result<Algorithms> {
-        let mut bpf = Vec::new();
-        for (name, algo) in OURS {
-            if names.iter().any(|a| a == name) {
-                bpf.push((*name, LabCc::attach(*algo, vec![])?));
+        let mut bpf: Vec<(String, LabCc)> = Vec::new();
+        for name in names {
+            if let (_, params, Some(algo)) = split(name) {
+                if !bpf.iter().any(|(n, _)| n == name) {
+                    bpf.push((name.clone(), LabCc::attach(algo, params)?));
+                }
             }
         }
         Ok(Algorithms { bpf })
@@ -116,7 +145,7 @@ impl Algorithms {
 
     /// The BPF algorithm attached for `name`, if it is ours.
     pub fn ours(&self, name: &str) -> Option<&LabCc> {
-        self.bpf.iter().find(|(n, _)| *n == name).map(|(_, cc)| cc)
+        self.bpf.iter().find(|(n, _)| n == name).map(|(_, cc)| cc)
     }
 
     /// `f`'s result and the guard's repairs of `name`'s algorithm while it
@@ -159,7 +188,7 @@ pub fn switch_for(
     tc_qdisc::Bottleneck {
         rate_bps,
         buffer_pkts,
-        backend: if OURS.iter().any(|(n, _)| *n == algorithm) {
+        backend: if is_ours(algorithm) {
             tc_qdisc::Marking::BpfStep
         } else {
             tc_qdisc::Marking::Droptail
@@ -175,3 +204,24 @@ impl Drop for LabCc {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_follow_the_name_after_a_plus() {
+        let (base, params, algo) = split("bpf_prague+rtt_scaling=0+mode=window");
+        assert_eq!((base, algo), ("bpf_prague", Some(Algo::Prague)));
+        assert_eq!(params.len(), 2);
+        assert!(is_ours("bpf_dctcp") && is_ours("bpf_dctcp+shift_g=5") && !is_ours("cubic"));
+        let refused = |n: &str| format!("{:#}", check_names(&[n.to_string()]).unwrap_err());
+        assert!(refused("cubic+x=1").contains("parameters (after `+`) are for"));
+        assert!(refused("bpf_dctcp+shift_g=11").contains("0..=10"), "{}", refused("bpf_dctcp+shift_g=11"));
+        assert!(refused("bpf_dctcp+nosuch=1").contains("unknown parameter"));
+        assert!(refused("bpf_dctcp+shift_g").contains("name=value"));
+        assert!(refused("no_such_cc").contains("not in this kernel"));
+        check_names(&["bpf_dctcp+shift_g=5".to_string(), "reno".to_string()]).unwrap();
+    }
+}
+
