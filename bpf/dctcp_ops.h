@@ -8,7 +8,7 @@
  *                    tells a pinned algorithm's kind) and prefix of its programs
  *   DCTCP_ALGO_NAME  the name registered unless the loader is given another
  *   DCTCP_PARAMS     initial struct dctcp_params (the loader rewrites them)
- *   DCTCP_SEED002    1 to compile in seed 002's switches (params.features)
+ *   DCTCP_FEATURES   1 to compile in the switches of params.features (kdctcp)
  *
  * and, after it, dctcp_algo_reduction(): the n of its cut, cwnd (1 - n alpha).
  */
@@ -17,8 +17,8 @@
 
 #include "dctcp_core.h"
 
-#ifndef DCTCP_SEED002
-#define DCTCP_SEED002 0
+#ifndef DCTCP_FEATURES
+#define DCTCP_FEATURES 0
 #endif
 
 struct dctcp_params params SEC(".data.params") = DCTCP_PARAMS;
@@ -35,14 +35,16 @@ static __always_inline void dctcp_guard(struct sock *sk)
 		dctcp_core_guard(sk, &stats);
 }
 
-/* A seed 002 switch: constant false in algorithms compiled without them. */
+/* A switch of params.features (seed 002's modifications): constant false
+ * in algorithms compiled without them. */
 static __always_inline bool dctcp_feature(u32 f)
 {
-	return DCTCP_SEED002 && (params.features & f);
+	return DCTCP_FEATURES && (params.features & f);
 }
 
 /*
- * Seed 002 inside CWR, on each ACK (before the kernel's PRR step uses
+ * Progressive reduction and growth during CWR (seed 002), on each ACK
+ * inside CWR (before the kernel's PRR step uses
  * ssthresh as the window CWR ends at):
  * (d) progressive reduction: each ECE recomputes the cut from the cwnd CWR
  *     started with (prior_cwnd) and alpha as it is now, and keeps it only if
@@ -52,7 +54,7 @@ static __always_inline bool dctcp_feature(u32 f)
  *     added to ssthresh, so the window CWR ends at has grown as cwnd would
  *     have. snd_cwnd_cnt, zeroed at CWR entry, counts the way Reno does.
  */
-static __always_inline void dctcp_seed002_on_ack(struct sock *sk, u32 flags)
+static __always_inline void dctcp_cwr_on_ack(struct sock *sk, u32 flags)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct dctcp_state *ca = dctcp_ca(sk);
@@ -131,8 +133,8 @@ void DCTCP_BPF_PROG(DCTCP_PROG(in_ack_event), struct sock *sk, u32 flags)
 		dctcp_core_update_alpha(sk, params.g_ack, bits, true, &stats);
 	else
 		dctcp_core_update_alpha(sk, params.g, bits, false, &stats);
-	if (DCTCP_SEED002)
-		dctcp_seed002_on_ack(sk, flags);
+	if (DCTCP_FEATURES)
+		dctcp_cwr_on_ack(sk, flags);
 }
 
 SEC("struct_ops")
@@ -155,7 +157,7 @@ SEC("struct_ops")
 void DCTCP_BPF_PROG(DCTCP_PROG(cong_avoid), struct sock *sk, u32 ack, u32 acked)
 {
 	tcp_reno_cong_avoid(sk, ack, acked);
-	if (DCTCP_SEED002)
+	if (DCTCP_FEATURES)
 		dctcp_ca(sk)->cwnd_cnt = tcp_sk(sk)->snd_cwnd_cnt;
 }
 
@@ -166,13 +168,14 @@ u32 DCTCP_BPF_PROG(DCTCP_PROG(undo_cwnd), struct sock *sk)
 }
 
 /* Called by tcp_write_xmit before every transmission burst: the last point
- * to catch an impossible cwnd before it turns into packets. Returns the
- * kernel's default (net.ipv4.tcp_min_tso_segs). */
+ * to catch an impossible cwnd before it turns into packets. Returns what
+ * the kernel would without this callback: the socket's namespace's
+ * net.ipv4.tcp_min_tso_segs. */
 SEC("struct_ops")
 u32 DCTCP_BPF_PROG(DCTCP_PROG(min_tso_segs), struct sock *sk)
 {
 	dctcp_guard(sk);
-	return 2;
+	return sk->__sk_common.skc_net.net->ipv4.sysctl_tcp_min_tso_segs;
 }
 
 SEC(".struct_ops.link")

@@ -12,7 +12,7 @@
  */
 #define DCTCP_ALGO kdctcp
 #define DCTCP_ALGO_NAME "bpf_kdctcp"
-#define DCTCP_SEED002 1
+#define DCTCP_FEATURES 1
 #define DCTCP_PARAMS                                                          \
 	{                                                                     \
 		.g = DCTCP_DEFAULT_G, .alpha_on_init = DCTCP_MAX_ALPHA,       \

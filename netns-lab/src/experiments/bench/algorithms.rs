@@ -273,6 +273,20 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<Algorithm
             tracing,
         });
     }
+    // Prague beside them where the kernel runs it (its window and pacing;
+    // the ECT(1) program is not on the bench's pair).
+    let prague = Algo::Prague
+        .require_kernel()
+        .is_ok()
+        .then(|| LabCc::attach(Algo::Prague, vec![]))
+        .transpose()?;
+    if let Some(p) = &prague {
+        contenders.push(Contender {
+            label: "bpf_prague".into(),
+            cc: p.name.clone(),
+            tracing: Tracing::Off,
+        });
+    }
     // A first transfer per contender warms caches and the allocator; not kept.
     for c in &contenders {
         pair.transfer(&c.cc, cfg.bytes.min(64 << 20))?;
