@@ -107,7 +107,7 @@ pub fn check_names(names: &[String]) -> Result<()> {
                 ours.join(" and ")
             ),
             _ => anyhow::ensure!(
-                available.split_whitespace().any(|x| x == name),
+                available.split_whitespace().any(|x| x == name) || kernel_takes(name),
                 "algorithm `{name}` is not in this kernel (it has {}; {} are attached for the run)",
                 available.trim(),
                 ours.join(" and ")
@@ -115,6 +115,21 @@ pub fn check_names(names: &[String]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether a socket can select `name`: the kernel loads an algorithm built
+/// as a module (Debian's `tcp_dctcp`) on the first such request, which the
+/// available list does not show before.
+fn kernel_takes(name: &str) -> bool {
+    use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+    // SAFETY: a new socket or -1.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: fd is ours.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    dctcp_utils::sockopt::set_congestion(sock.as_fd(), name).is_ok()
 }
 
 /// An experiment's algorithms by the names its sockets use: `bpf_dctcp`
