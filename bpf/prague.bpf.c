@@ -600,19 +600,14 @@ void BPF_PROG(prague_set_state, struct sock *sk, u8 new_state)
 SEC("struct_ops")
 void BPF_PROG(prague_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 {
-	switch (ev) {
-	case CA_EVENT_ECN_IS_CE:
-	case CA_EVENT_ECN_NO_CE:
-		/* The receiver's exact CE echo, as DCTCP's. */
-		dctcp_ece_ack_update(sk, ev, dctcp_ca(sk));
-		break;
-	case CA_EVENT_LOSS:
+	/* An RTO: the window is Prague's to halve, not the core's. */
+	if (ev == CA_EVENT_LOSS) {
 		if (dctcp_ca(sk)->flags & DCTCP_FLAG_LIVE)
 			prague_enter_loss(sk);
-		break;
-	default:
-		break;
+		return;
 	}
+	/* The receiver's exact CE echo, as DCTCP's. */
+	dctcp_core_cwnd_event(sk, ev, &stats);
 }
 
 /* A loss found spurious: back to the larger of now and before it. */
