@@ -7,7 +7,7 @@
 //!
 //! ```toml
 //! [[attach]]
-//! algo = "dctcp"            # dctcp, xdctcp or kdctcp
+//! algo = "dctcp"            # dctcp, xdctcp, kdctcp or prague
 //! name = "bpf_dctcp"        # optional; default bpf_<algo>
 //! params = { shift_g = 4 }  # optional; the names and ranges of `loader attach --help`
 //! mode = "auto"             # optional; auto, link or map
@@ -148,7 +148,7 @@ fn parse(path: &Path, text: &str, kernel: &Kernel) -> Result<AttachFile> {
         let which = format!("{at}: [[attach]] #{}", i + 1);
         let Ok(algo) = Algo::from_str(&e.algo, false) else {
             usage_bail!(
-                "{which}: algo `{}` is not one of dctcp, xdctcp, kdctcp",
+                "{which}: algo `{}` is not one of dctcp, xdctcp, kdctcp, prague",
                 e.algo
             );
         };

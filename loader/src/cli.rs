@@ -13,6 +13,7 @@ Examples:
   sudo loader attach --algo dctcp --name dc5 --param shift_g=5
   sudo loader attach --algo xdctcp --param ns=0.25  register bpf_xdctcp, short flows cut less
   sudo loader attach --algo kdctcp --name kd_ack --param per_ack_alpha=1 --param fine_alpha=1
+  sudo loader attach --algo prague --ect1-dev eth0  TCP Prague (L4S), ECT(1) on eth0 (Linux 6.10+)
   sudo sysctl net.ipv4.tcp_congestion_control=bpf_dctcp
   sudo loader flows                                sockets using it, like `ss -ti`
   sudo loader top                                  live view of flows and lab switch queues
@@ -40,7 +41,9 @@ pub enum TraceFormat {
 /// presence: each window it updates alpha = (1 - g) alpha + g F, and on
 /// congestion cuts cwnd by alpha / 2. xdctcp (seed 003) cuts short flows by
 /// ns alpha and long ones by nl alpha; kdctcp is DCTCP with seed 002's four
-/// modifications, each a switch. Sockets pick an attached algorithm by
+/// modifications, each a switch; prague is L4S's TCP Prague (RFC 9331): a
+/// fractional window, RTT independence, pacing, and ECT(1) through its tcx
+/// program. Sockets pick an attached algorithm by
 /// name with setsockopt(TCP_CONGESTION) or the per-namespace sysctl
 /// net.ipv4.tcp_congestion_control; both ends need ECN, which DCTCP requests
 /// on its own. Without ECN a flow falls back to Reno (`<name>_reno`).
@@ -89,7 +92,11 @@ pub enum Command {
         /// flows cut cwnd to cwnd (1 - n alpha)), short_bytes (1048576: short
         /// until this much was sent), alpha_on_init. kdctcp: g (0.0625), g_ack
         /// (0.00390625), per_ack_alpha, progressive, cwr_growth, fine_alpha (0
-        /// or 1, all 0: DCTCP), alpha_on_init. Every algorithm: inject_ssthresh
+        /// or 1, all 0: DCTCP), alpha_on_init. prague: g (0.0625),
+        /// alpha_on_init (0: the first mark halves the window), rtt_target_us
+        /// (100..=100000, 25000), rtt_scaling (1), rtt_transition (4 rounds),
+        /// mode (window, rate or auto), mode_switch_mtus (4), pacing (1).
+        /// Every algorithm: inject_ssthresh
         /// (0: off; N: each flow's first N reductions return the impossible
         /// ssthresh of docs/kernels.md's Known issue, to watch the guard
         /// repair it: `loader trace` shows `repair` events, `loader list` the

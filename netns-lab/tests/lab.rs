@@ -869,22 +869,30 @@ fn bench_measures_every_section_and_leaves_nothing() {
         .iter()
         .map(|t| t["contender"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "reno",
-            "cubic",
-            "bpf_dctcp",
-            "bpf_dctcp traced per window",
-            "bpf_dctcp traced per ACK"
-        ]
-    );
+    // bpf_prague beside them where the kernel runs it (6.10+).
+    let prague = loader::algo::Algo::Prague.require_kernel().is_ok();
+    let mut want = vec![
+        "reno",
+        "cubic",
+        "bpf_dctcp",
+        "bpf_dctcp traced per window",
+        "bpf_dctcp traced per ACK",
+    ];
+    if prague {
+        want.push("bpf_prague");
+    }
+    assert_eq!(names, want);
     for t in transfers {
         assert!(t["gbps"].as_f64().unwrap() > 0.1, "{t}");
         assert!(t["cpu_s_per_gb"].as_f64().unwrap() > 0.0, "{t}");
     }
-    // bpf_dctcp / reno and / cubic, traced / untraced twice: CPU and throughput each.
-    assert_eq!(r["algorithms"]["ratios"].as_array().unwrap().len(), 8);
+    // bpf_dctcp / reno and / cubic, traced / untraced twice, bpf_prague /
+    // bpf_dctcp: CPU and throughput each.
+    let ratios = r["algorithms"]["ratios"].as_array().unwrap();
+    assert_eq!(ratios.len(), if prague { 10 } else { 8 });
+    if prague {
+        assert!(ratios.iter().any(|x| x.to_string().contains("CPU per GB, bpf_prague / bpf_dctcp")));
+    }
     let calls = |section: &Value, program: &str| {
         section
             .as_array()

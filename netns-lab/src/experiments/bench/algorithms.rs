@@ -340,8 +340,9 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<Algorithm
             .find(|t| t.contender == label && t.round == round)
     };
     for c in contenders.iter().filter(|c| c.label != "bpf_dctcp") {
-        // bpf_dctcp over a kernel baseline; a traced run over bpf_dctcp.
-        let (a, b) = if c.tracing == Tracing::Off {
+        // bpf_dctcp over a kernel baseline; a traced run, or bpf_prague,
+        // over bpf_dctcp.
+        let (a, b) = if cfg.baselines.contains(&c.label) {
             ("bpf_dctcp", c.label.as_str())
         } else {
             (c.label.as_str(), "bpf_dctcp")
