@@ -166,24 +166,28 @@ fn prague_data_leaves_ect1_and_every_traced_update_and_cut_is_the_models() {
     assert!(ect0 > 100, "cubic: {ect0} ECT(0)");
     assert_eq!((not_ect, ect1, ce), (0, 0, 0), "cubic's packets are left alone");
 
+    let mut cuts = 0;
     for sender in [0, 1] {
         let flow = events_of(&run, sender);
         let (windows, scaled) = check_windows(&flow, PRAGUE_DEFAULT_G, PRAGUE_DEFAULT_RTT_TARGET_US);
-        let cuts = check_cuts(&flow, PRAGUE_DEFAULT_G);
-        eprintln!("prague flow {sender}: {windows} windows ({scaled} scaled), {cuts} cuts checked");
+        let checked = check_cuts(&flow, PRAGUE_DEFAULT_G);
+        eprintln!("prague flow {sender}: {windows} windows ({scaled} scaled), {checked} cuts checked");
+        cuts += checked;
         // Once RTT-independent (4 rounds after slow start) at a sub-ms RTT,
-        // a round is a target RTT of 25 ms: about 200 in 5 s.
+        // a round is a target RTT of 25 ms: about 200 in 5 s (199-204 in
+        // three runs on 2026-12-01, 196-198 of them scaled).
         assert!(windows > 50, "{windows} windows");
         assert!(scaled * 2 > windows, "{scaled} of {windows} windows scaled");
-        assert!(cuts > 10, "{cuts} cuts");
         // Every event after the flow's start (taken before init marks it).
         assert!(
             flow.iter().skip(1).all(|e| e.ect == ECT_1),
             "an event says ECT(0)"
         );
     }
-    // Nothing dropped at K = 20 with 425 packets of buffer.
-    assert_eq!(run.outcome.drops, 0);
+    // Cuts in window mode (the others are the rate mode's): 89 and 171 for
+    // the two flows in two runs on 2026-12-01 (17 the fewest of one flow),
+    // 109 for one flow in a third.
+    assert!(cuts > 20, "{cuts} cuts checked");
 }
 
 /// RTT independence is a parameter: with it off no growth is scaled, and
