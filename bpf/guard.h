@@ -106,7 +106,7 @@ static __always_inline void dctcp_core_guard(struct sock *sk, struct dctcp_stats
 	 * cwnd alone (checked in min_tso_segs only, 2 of 7 struck runs still
 	 * dropped packets). */
 	if (reducing && tp->prior_cwnd && tp->prior_cwnd < DCTCP_CWND_SANE) {
-		u32 in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+		u32 in_flight = tcp_packets_in_flight(tp);
 		/* Back-to-back reductions legitimately leave up to about twice
 		 * prior_cwnd in flight (the previous window still draining). */
 		u32 bound = 2 * tp->prior_cwnd + 2;

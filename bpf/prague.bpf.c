@@ -366,7 +366,7 @@ static __always_inline void prague_update_pacing_rate(struct sock *sk)
 		else
 			rate = pr->rate_bytes + offset;
 	} else {
-		u32 in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+		u32 in_flight = tcp_packets_in_flight(tp);
 		u64 segs = max(pr->frac_cwnd >> PRAGUE_CWND_SHIFT, (u64)in_flight);
 
 		rate = (USEC_PER_SEC << 3) * prague_mtu(sk);
@@ -524,7 +524,7 @@ void BPF_PROG(prague_init, struct sock *sk)
 	if (params.mode == PRAGUE_MODE_RATE)
 		dctcp_ca(sk)->flags |= PRAGUE_FLAG_RATE_MODE;
 	if (tp->srtt_us) {
-		u32 in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+		u32 in_flight = tcp_packets_in_flight(tp);
 
 		pr->rate_bytes = (USEC_PER_SEC << 3) * prague_mtu(sk) / tp->srtt_us *
 				 max(tp->snd_cwnd, in_flight);

@@ -42,6 +42,12 @@ static __always_inline void *inet_csk_ca(const struct sock *sk)
 	return (void *)inet_csk(sk)->icsk_ca_priv;
 }
 
+/* tcp_packets_in_flight(): sent, less what left the network, plus retransmissions. */
+static __always_inline u32 tcp_packets_in_flight(const struct tcp_sock *tp)
+{
+	return tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+}
+
 /* seq1 is before seq2 in sequence space (wrap-safe). */
 static __always_inline bool before(u32 seq1, u32 seq2)
 {
