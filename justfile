@@ -78,10 +78,12 @@ test-fast: _root
     exit $r
 
 # Sums cargo's "test result:" lines of a log: TIER: ran, passed, failed,
-# ignored, and skipped (a test that found it cannot run here prints
-# `SKIP <test>: <why>` and passes; it is counted as skipped, not passed)
+# ignored, skipped (a test that found it cannot run here prints
+# `SKIP <test>: <why>` and passes; it is counted as skipped, not passed) and
+# repeated (`RETRY <test>: <first failure>`, common::judged_twice); then
+# each failure's test and first line, so a log's tail says why it failed
 _test-counts TIER LOG:
-    @awk -v tier="{{TIER}}" '/^test result:/ { for (i = 1; i < NF; i++) { w = $(i + 1); if (w ~ /^passed/) p += $i; else if (w ~ /^failed/) f += $i; else if (w ~ /^ignored/) g += $i } } /^SKIP / { s++; print "  " $0 } END { printf "%s: %d tests ran, %d passed, %d failed, %d ignored, %d skipped\n", tier, p - s + f, p - s, f, g, s }' {{LOG}}
+    @awk -v tier="{{TIER}}" '/^test result:/ { for (i = 1; i < NF; i++) { w = $(i + 1); if (w ~ /^passed/) p += $i; else if (w ~ /^failed/) f += $i; else if (w ~ /^ignored/) g += $i } } /^SKIP / { s++; print "  " $0 } /^RETRY / { r++; print "  " $0 } /panicked at/ { why = 1; sub(/^.*thread /, ""); fail[++n] = $0; next } why > 0 { fail[n] = fail[n] " " $0; why-- } END { printf "%s: %d tests ran, %d passed, %d failed, %d ignored, %d skipped, %d repeated\n", tier, p - s + f, p - s, f, g, s, r; for (i = 1; i <= n; i++) print "  FAILED " fail[i] }' {{LOG}}
 
 # Queue occupancy, DCTCP against TCP (paper Fig. 1): `just lab-queue --quick`, `lab queue --help`
 lab-queue *ARGS: _root

@@ -76,10 +76,11 @@ pub mod prague {
     /// Window growth of one ACK of `acked` unmarked segments in window
     /// mode, for segments of `mtu` bytes.
     pub fn increase(frac: u64, acked: u64, ai: u32, mtu: u32) -> u64 {
-        let mut inc = acked * u64::from(ai);
-        if frac > 0 {
-            inc = ((inc << PRAGUE_CWND_SHIFT) + frac / 2) / frac;
-        }
+        let per_ack = acked * u64::from(ai);
+        // Per segment of window, rounded to nearest (none yet: per segment).
+        let inc = ((per_ack << PRAGUE_CWND_SHIFT) + frac / 2)
+            .checked_div(frac)
+            .unwrap_or(per_ack);
         (inc * u64::from(crate::intf::PRAGUE_MTU_SYS) / u64::from(mtu)).max(acked)
     }
 

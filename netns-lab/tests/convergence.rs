@@ -11,6 +11,7 @@ use serde_json::Value;
 mod common;
 
 use common::{
+    judged_twice,
     assert_csv, assert_plots, assert_refused, busy_floor, json, lab, namespaces_with, require_root,
     row_numbers, serial, stderr, tmpdir,
 };
@@ -61,8 +62,13 @@ fn never(r: &Value, key: &str) -> usize {
 }
 
 /// Seconds after the last change until the one flow left (flow 0) holds,
-/// on 1 s means, within 10 % of its rate over the phase's second half; the
-/// phase's length if it never does.
+/// on 1 s means, within 25 % of its rate over the phase's second half; the
+/// phase's length if it never does. Not 10 %: the flow's own 1 s means
+/// wander 2.4-9.6 % at most from that rate over the phase (3 runs of each,
+/// 2026-12-02, the CPU, not the flow: 100 ms rates of 63-95 Mbit/s), so a
+/// slow patch just after the leave read as a late takeover (0.8 s and 1.0 s
+/// against 0.0 s in the others). A flow that never took the freed link
+/// stays at half of it.
 fn takeover_s(r: &Value) -> f64 {
     let ends: Vec<f64> = r["ends_s"].as_array().unwrap().iter().map(num).collect();
     let rates: Vec<Vec<f64>> = r["rates_mbps"]
@@ -82,7 +88,7 @@ fn takeover_s(r: &Value) -> f64 {
     let held = rates[0][second_half.clone()].iter().sum::<f64>() / second_half.len() as f64;
     let interval = ends[1] - ends[0];
     let criterion = Criterion {
-        tolerance: 0.1,
+        tolerance: 0.25,
         hold: 1.0,
         smooth: (1.0 / interval).round() as usize,
     };
@@ -115,6 +121,10 @@ const FAIR: f64 = 0.95;
 fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue() {
     require_root();
     let _serial = serial();
+    judged_twice(dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue_once);
+}
+
+fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue_once() {
     let before = namespaces_with("dl");
     let out = tmpdir("convergence");
     // Unpinned, the known issue struck every run here (17-30 ssthresh
@@ -187,9 +197,10 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue() {
             );
         }
         // After the last leave the one flow left takes the freed link
-        // within half a second: its 1 s means come within 10 % of the rate
+        // within half a second: its 1 s means come within 25 % of the rate
         // it holds over the phase's second half (runs: 0.0-0.1 s for all
-        // three), and that rate is the link's (the floor above). Against
+        // three, at 10 %; 0.0 s in 3 more of each at 25 %), and that rate is the
+        // link's (the floor above). Against
         // the link's nominal rate instead, a stolen CPU read as a stall: a
         // fresh clone's reno (2026-11-28) never came within 10 % of it.
         let last = takeover_s(r);

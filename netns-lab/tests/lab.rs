@@ -12,6 +12,7 @@ use serde_json::Value;
 mod common;
 
 use common::{
+    judged_twice, judged_twice_to,
     assert_near, assert_refused, busy_floor, json, lab, namespaces_with, outcome, processes,
     quick_queue, ratio_band, require_root, row_numbers, run_quick_queue, serial, stderr, tmpdir,
     wait_until_gone,
@@ -1108,6 +1109,10 @@ fn incast_runs_every_point_and_256_workers_come_and_go() {
 fn rpc_lab_reports_both_sizes_for_both_algorithms() {
     require_root();
     let _serial = serial();
+    judged_twice(rpc_lab_reports_both_sizes_for_both_algorithms_once);
+}
+
+fn rpc_lab_reports_both_sizes_for_both_algorithms_once() {
     let before = namespaces_with("dl");
     for (args, expect) in [
         (&["rpc", "--load", "0"][..], "(0, 1.5]"),
@@ -1401,4 +1406,30 @@ fn a_shaped_sender_link_paces_its_packets_into_the_switch() {
     let o = lab(&["queue", "--access-rate", "5k", "--rates", "100M"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--access-rate"), "{}", stderr(&o));
+}
+
+/// `judged_twice` repeats a failed judgement once, and only once, and
+/// says so: a finding that fails twice fails its test.
+#[test]
+fn a_judgement_is_repeated_once_and_a_second_failure_stands() {
+    let calls = std::cell::Cell::new(0);
+    let mut said = Vec::new();
+    judged_twice_to(&mut said, || {
+        calls.set(calls.get() + 1);
+        assert!(calls.get() > 1, "first run {} fails", calls.get());
+    });
+    assert_eq!(calls.get(), 2);
+    assert_eq!(
+        String::from_utf8(said).unwrap(),
+        "RETRY a_judgement_is_repeated_once_and_a_second_failure_stands: first run 1 fails\n"
+    );
+    calls.set(0);
+    let twice = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        judged_twice_to(&mut Vec::new(), || {
+            calls.set(calls.get() + 1);
+            panic!("broken");
+        })
+    }));
+    assert!(twice.is_err());
+    assert_eq!(calls.get(), 2);
 }

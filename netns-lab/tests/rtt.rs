@@ -11,6 +11,7 @@ use serde_json::Value;
 mod common;
 
 use common::{
+    judged_twice,
     assert_refused, busy_floor, lab, namespaces_with, outcome, processes, quick_queue,
     require_root, serial, stderr, tmpdir, wait_until_gone,
 };
@@ -74,6 +75,10 @@ fn assert_element_clean(r: &Value) {
 fn with_rtt_8ms_every_flow_sees_8ms() {
     require_root();
     let _serial = serial();
+    judged_twice(with_rtt_8ms_every_flow_sees_8ms_once);
+}
+
+fn with_rtt_8ms_every_flow_sees_8ms_once() {
     let r = dctcp_at("8ms", "8ms", &["--delay-backend", "element"]);
     // The element adds 8 ms less the path's own round trip, measured idle
     // before the run (26-27 us); under load the path's own is 11-38 us, so
