@@ -130,6 +130,11 @@ lab-rpc *ARGS: _root
     cargo build --release --workspace
     target/release/lab rpc {{ARGS}}
 
+# Scalable and classic TCP through one queue, Prague beside cubic (L4S, seed 002): `just lab-l4s --quick`, `lab l4s --help`
+lab-l4s *ARGS: _root
+    cargo build --release --workspace
+    target/release/lab l4s {{ARGS}}
+
 # Benchmarks, ratios measured side by side in one run (`lab bench --help`); then the kernel's dctcp in the VM
 bench *ARGS: _root
     cargo build --release --workspace

@@ -51,6 +51,13 @@
 #define PRAGUE_MAX_SCALED_RTT_US 100000U
 #define PRAGUE_DEFAULT_RTT_TRANSITION 4U
 #define PRAGUE_DEFAULT_MODE_SWITCH_MTUS 4U
+/* The classic-ECN fallback: a marked round's queue delay from this on is a
+ * classic AQM's (above an L4S step's 1 ms, below CoDel's 5 ms target). */
+#define PRAGUE_DEFAULT_CLASSIC_QDELAY_US 3000U
+#define PRAGUE_MAX_CLASSIC_QDELAY_US 1000000U
+/* ... Reno's response once classic_score reaches ON, Prague's again at OFF. */
+#define PRAGUE_CLASSIC_ON  (DCTCP_ONE * 3 / 4)
+#define PRAGUE_CLASSIC_OFF (DCTCP_ONE / 4)
 /* The slowest pacing rate: 100 kbit/s, in bytes/s. */
 #define PRAGUE_MIN_RATE 12500U
 /* The MTU the reference's per-packet constants assume. */
@@ -93,6 +100,8 @@ struct dctcp_params {
 	u32 mode;            /* Prague: enum prague_mode */
 	u32 mode_switch_mtus; /* Prague: PRAGUE_MODE_AUTO goes to rate mode at this window, in MTUs */
 	u32 pacing;          /* Prague: 1, pace at the window's (or the rate mode's) rate */
+	u32 classic_ecn;     /* Prague: 1, detect a classic ECN AQM and respond as Reno there */
+	u32 classic_qdelay_us; /* Prague: a marked round's srtt - min_rtt from this on is classic */
 };
 
 /* What this project's 6.18 guests were seen to store as ssthresh (the low
@@ -192,7 +201,11 @@ struct dctcp_event {
 	u32 srtt8;          /* tp->srtt_us as the kernel keeps it (1/8 us): what the scaling used */
 	u8 mode;            /* enum prague_mode in force: window or rate */
 	u8 ect;             /* ECN codepoint its data leaves with: 1 (ECT(1) program), 2 (ECT(0)) */
-	u8 _pad2[6];
+	u8 classic;         /* 1: the classic-ECN fallback in force (Reno's response) */
+	u8 _pad2;
+	u32 classic_score;  /* its evidence, 1/DCTCP_ONE, after this event's round */
+	u32 min_rtt_us;     /* tp->rtt_min: what the queue delay srtt - min_rtt was taken from */
+	u32 _pad3;
 };
 
 /* dctcp_state.flags */
@@ -203,6 +216,7 @@ struct dctcp_event {
 #define PRAGUE_FLAG_IN_LOSS   (1U << 9)  /* reducing for a loss: no growth until Open */
 #define PRAGUE_FLAG_RATE_MODE (1U << 10) /* the pacing rate leads, the window follows */
 #define PRAGUE_FLAG_ECT1      (1U << 11) /* its data leaves ECT(1) (socket storage set) */
+#define PRAGUE_FLAG_CLASSIC   (1U << 12) /* a classic ECN AQM found on the path: Reno's response */
 
 /*
  * Per-flow state in icsk_ca_priv; the same names as tcp_dctcp.c's struct dctcp
@@ -240,7 +254,7 @@ struct prague_ext {
 	u32 alpha_stamp;       /* tcp_mstamp (us, low 32 bits) of the last alpha update */
 	u32 cwr_stamp;         /* ... of the last cut */
 	u32 prior_delivered_ce; /* tp->delivered_ce at the previous ACK */
-	u32 _pad;
+	u32 classic_score;     /* evidence of a classic ECN AQM, 1/DCTCP_ONE (classic_ecn) */
 };
 
 struct prague_state {

@@ -56,6 +56,7 @@ struct dctcp_params params SEC(".data.params") = {
 	.mode = PRAGUE_MODE_AUTO,
 	.mode_switch_mtus = PRAGUE_DEFAULT_MODE_SWITCH_MTUS,
 	.pacing = 1,
+	.classic_qdelay_us = PRAGUE_DEFAULT_CLASSIC_QDELAY_US,
 };
 struct dctcp_stats stats SEC(".data.stats");
 
@@ -98,9 +99,10 @@ static __always_inline bool prague_settled(const struct sock *sk)
 	return !prague_in_slow_start(tcp_sk(sk)) && prague_of(sk)->round >= params.rtt_transition;
 }
 
+/* Behind a classic ECN AQM a flow is Reno's: its RTT is its own. */
 static __always_inline bool prague_is_rtt_indep(const struct sock *sk)
 {
-	return params.rtt_scaling && prague_settled(sk);
+	return params.rtt_scaling && prague_settled(sk) && !prague_flag(sk, PRAGUE_FLAG_CLASSIC);
 }
 
 static __always_inline bool prague_rate_mode(const struct sock *sk)
@@ -231,6 +233,40 @@ static __always_inline bool prague_should_update_ewma(const struct sock *sk)
 }
 
 /*
+ * The classic-ECN fallback (RFC 9331 section 4.3): an L4S AQM marks at a
+ * shallow queue (DualPI2's step: 1 ms of sojourn), an RFC 3168 AQM only once
+ * its queue is deep (RED past min_th, CoDel's 5 ms target, PIE's 15 ms), and
+ * there a flow cut by alpha / 2 takes the link from every classic flow in
+ * the queue. A round that brought marks is evidence: its queue delay, srtt
+ * less the path's min RTT, at or above classic_qdelay_us counts for a
+ * classic AQM, under it against. classic_score is the evidence's EWMA at
+ * gain 1/8: Reno's response from 3/4 (11 classic rounds in a row from 0),
+ * Prague's again at 1/4. Unmarked rounds say nothing: a deep queue that
+ * never marks is a drop-tail one, met by the loss response anyway.
+ */
+static __always_inline void prague_classic_detect(struct sock *sk, u32 delivered_ce)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct dctcp_state *ca = dctcp_ca(sk);
+	struct prague_ext *pr = prague_of(sk);
+	u32 srtt = tp->srtt_us >> 3, min_rtt = tp->rtt_min.s[0].v;
+	u32 sample;
+
+	if (!params.classic_ecn) {
+		ca->flags &= ~PRAGUE_FLAG_CLASSIC;
+		return;
+	}
+	if (!delivered_ce)
+		return;
+	sample = srtt >= min_rtt + params.classic_qdelay_us ? DCTCP_ONE : 0;
+	pr->classic_score = pr->classic_score - (pr->classic_score >> 3) + (sample >> 3);
+	if (pr->classic_score >= PRAGUE_CLASSIC_ON)
+		ca->flags |= PRAGUE_FLAG_CLASSIC;
+	else if (pr->classic_score <= PRAGUE_CLASSIC_OFF)
+		ca->flags &= ~PRAGUE_FLAG_CLASSIC;
+}
+
+/*
  * upscaled_alpha = alpha / g, so alpha = (1 - g) alpha + g F becomes
  * upscaled_alpha += F - g upscaled_alpha: the part g would round away stays
  * in. Nothing changes before the first mark (no AQM seen on the path yet).
@@ -255,6 +291,7 @@ static __always_inline void prague_update_alpha(struct sock *sk)
 		ca->alpha = prague_alpha(pr) >> (PRAGUE_ALPHA_BITS - DCTCP_ALPHA_SHIFT);
 		__sync_fetch_and_add(&stats.alpha_updates, 1);
 	}
+	prague_classic_detect(sk, delivered_ce);
 	prague_new_round(sk);
 	if (dctcp_tracing(DCTCP_TRACE_WINDOW | DCTCP_TRACE_ACK))
 		dctcp_emit(sk, DCTCP_EV_WINDOW, 0, delivered, delivered_ce, &stats);
@@ -406,13 +443,14 @@ static __always_inline void prague_choose_mode(struct sock *sk)
 	}
 }
 
-/* The cut on marks: by alpha / 2, rounded to nearest; once RTT-independent
- * at most once per target RTT. Entered through the kernel's CWR, which
- * comes at most once a round. */
+/* The cut on marks: by alpha / 2, rounded to nearest (behind a classic ECN
+ * AQM by half, as Reno's); once RTT-independent at most once per target RTT.
+ * Entered through the kernel's CWR, which comes at most once a round. */
 static __always_inline void prague_enter_cwr(struct sock *sk)
 {
 	struct prague_ext *pr = prague_of(sk);
-	u64 alpha = prague_alpha(pr);
+	u64 alpha = prague_flag(sk, PRAGUE_FLAG_CLASSIC) ? 1ULL << PRAGUE_ALPHA_BITS
+							  : prague_alpha(pr);
 
 	if (prague_is_rtt_indep(sk) && prague_now_us(sk) - pr->cwr_stamp < params.rtt_target_us)
 		return;
@@ -490,6 +528,9 @@ static __always_inline void prague_emit(struct sock *sk, struct dctcp_event *e)
 	e->srtt8 = tcp_sk(sk)->srtt_us;
 	e->mode = prague_rate_mode(sk) ? PRAGUE_MODE_RATE : PRAGUE_MODE_WINDOW;
 	e->ect = prague_flag(sk, PRAGUE_FLAG_ECT1) ? 1 : 2;
+	e->classic = prague_flag(sk, PRAGUE_FLAG_CLASSIC);
+	e->classic_score = pr->classic_score;
+	e->min_rtt_us = tcp_sk(sk)->rtt_min.s[0].v;
 }
 
 /* Marks the socket for prague_ect1 (1) or unmarks it (0). */

@@ -34,6 +34,9 @@ struct dctcp_trace trace SEC(".data.trace");
 		(e)->srtt8 = 0;                                               \
 		(e)->mode = 0;                                                \
 		(e)->ect = 0;                                                 \
+		(e)->classic = 0;                                             \
+		(e)->classic_score = 0;                                       \
+		(e)->min_rtt_us = 0;                                          \
 	} while (0)
 #endif
 
@@ -75,7 +78,8 @@ static __always_inline void dctcp_emit(struct sock *sk, u8 type, u8 value, u32 w
 	e->bytes_acked = tp->bytes_acked;
 	e->bytes_sent = tp->bytes_sent;
 	e->pacing_rate = sk->sk_pacing_rate;
-	__builtin_memset(e->_pad2, 0, sizeof(e->_pad2));
+	e->_pad2 = 0;
+	e->_pad3 = 0;
 	DCTCP_EMIT_ALGO(sk, e);
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }

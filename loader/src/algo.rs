@@ -5,7 +5,8 @@ use clap::ValueEnum;
 use crate::intf::{
     dctcp_params, DCTCP_DEFAULT_G, DCTCP_F_CWR_GROWTH, DCTCP_F_FINE_ALPHA, DCTCP_F_PER_ACK_ALPHA,
     DCTCP_F_PROGRESSIVE, DCTCP_MAX_ALPHA, DCTCP_MAX_SHIFT_G, DCTCP_NAME_MAX, DCTCP_ONE,
-    KDCTCP_DEFAULT_G_ACK, PRAGUE_DEFAULT_G, PRAGUE_DEFAULT_MODE_SWITCH_MTUS,
+    KDCTCP_DEFAULT_G_ACK, PRAGUE_DEFAULT_CLASSIC_QDELAY_US, PRAGUE_DEFAULT_G, PRAGUE_DEFAULT_MODE_SWITCH_MTUS,
+    PRAGUE_MAX_CLASSIC_QDELAY_US,
     PRAGUE_DEFAULT_RTT_TARGET_US, PRAGUE_DEFAULT_RTT_TRANSITION, PRAGUE_MAX_RTT_TARGET_US,
     PRAGUE_MIN_RTT_TARGET_US, XDCTCP_DEFAULT_G, XDCTCP_DEFAULT_NL, XDCTCP_DEFAULT_NS,
     XDCTCP_DEFAULT_SHORT_BYTES,
@@ -302,6 +303,21 @@ const PRAGUE_PARAMS: &[ParamSpec] = &[
         pacing,
         "1 (default): pace at the window's rate (the rate mode's, below it); 0: no pacing"
     ),
+    flag!(
+        "classic_ecn",
+        classic_ecn,
+        "1: detect a classic (RFC 3168) ECN AQM by the queue delay its marks come at, and \
+         respond to marks there as Reno (halve once a round, grow a segment a round); 0 \
+         (default, the reference's): Prague's response everywhere"
+    ),
+    int!(
+        "classic_qdelay_us",
+        classic_qdelay_us,
+        0,
+        PRAGUE_MAX_CLASSIC_QDELAY_US,
+        "classic_ecn: a marked round whose srtt exceeds the path's min RTT by this much counts \
+         for a classic AQM (default 3000: above an L4S step's 1 ms, below CoDel's 5 ms)"
+    ),
     INJECT_SSTHRESH,
     GUARD,
 ];
@@ -380,6 +396,7 @@ impl Algo {
                 mode: crate::intf::prague_mode_PRAGUE_MODE_AUTO,
                 mode_switch_mtus: PRAGUE_DEFAULT_MODE_SWITCH_MTUS,
                 pacing: 1,
+                classic_qdelay_us: PRAGUE_DEFAULT_CLASSIC_QDELAY_US,
                 ..Default::default()
             },
         }

@@ -80,6 +80,12 @@ pub struct PragueEvent {
     /// Growth per round relative to unscaled (RTT independence): 1, or
     /// (rtt / target)^2 below the target.
     pub rtt_scale: f64,
+    /// The classic-ECN fallback in force: Reno's response to marks.
+    pub classic: bool,
+    /// Its evidence, 0..1 (classic_ecn=1; in force from 0.75 to 0.25).
+    pub classic_score: f64,
+    /// The path's min RTT (tp->rtt_min), us: the queue delay is srtt less it.
+    pub min_rtt_us: u32,
 }
 
 impl PragueEvent {
@@ -93,6 +99,9 @@ impl PragueEvent {
             },
             ect: if e.ect == 1 { "ECT(1)" } else { "ECT(0)" },
             rtt_scale: f64::from(e.ai_per_ack) / f64::from(1u32 << PRAGUE_CWND_SHIFT),
+            classic: e.classic != 0,
+            classic_score: f64::from(e.classic_score) / f64::from(DCTCP_ONE),
+            min_rtt_us: e.min_rtt_us,
         })
     }
 }
@@ -105,12 +114,12 @@ impl Event {
     pub const CSV_HEADER: &'static str = "ts_ns,event,netns,local,remote,ca_state,new_state,\
         cwnd,ssthresh,alpha,fraction_marked,srtt_us,mss,delivered,delivered_ce,win_delivered,\
         win_delivered_ce,reduction,bytes_acked,bytes_sent,acks,repair,pacing_rate_bps,frac_cwnd,\
-        mode,ect,rtt_scale";
+        mode,ect,rtt_scale,classic,classic_score,min_rtt_us";
 
     /// One CSV row in CSV_HEADER's order; empty cells for absent values.
     pub fn csv_row(&self) -> String {
         format!(
-            "{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.ts_ns,
             self.event,
             self.netns,
@@ -137,7 +146,10 @@ impl Event {
             opt(self.prague.as_ref().map(|p| format!("{:.4}", p.frac_cwnd))),
             self.prague.as_ref().map_or("", |p| p.mode),
             self.prague.as_ref().map_or("", |p| p.ect),
-            opt(self.prague.as_ref().map(|p| format!("{:.5}", p.rtt_scale)))
+            opt(self.prague.as_ref().map(|p| format!("{:.5}", p.rtt_scale))),
+            opt(self.prague.as_ref().map(|p| u8::from(p.classic))),
+            opt(self.prague.as_ref().map(|p| format!("{:.4}", p.classic_score))),
+            opt(self.prague.as_ref().map(|p| p.min_rtt_us))
         )
     }
 }

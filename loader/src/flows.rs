@@ -22,8 +22,8 @@ use dctcp_utils::setns;
 
 use crate::instance::{attached_names, c_str};
 use crate::intf::{
-    dctcp_flow_key, flow_record, DCTCP_ALPHA_ONE, DCTCP_FLAG_FALLBACK, PRAGUE_CWND_SHIFT,
-    PRAGUE_FLAG_ECT1, PRAGUE_FLAG_RATE_MODE,
+    dctcp_flow_key, flow_record, DCTCP_ALPHA_ONE, DCTCP_FLAG_FALLBACK, DCTCP_ONE, PRAGUE_CWND_SHIFT,
+    PRAGUE_FLAG_CLASSIC, PRAGUE_FLAG_ECT1, PRAGUE_FLAG_RATE_MODE,
 };
 use crate::skel::flows::FlowsSkelBuilder;
 
@@ -122,6 +122,10 @@ pub struct PragueFlow {
     pub rtt_scale: f64,
     /// Rounds since slow start ended.
     pub round: u32,
+    /// The classic-ECN fallback in force (Reno's response), and its
+    /// evidence 0..1.
+    pub classic: bool,
+    pub classic_score: f64,
 }
 
 fn tcp_state_name(s: u8) -> &'static str {
@@ -215,6 +219,8 @@ fn decode(ns: &str, r: &flow_record, ours: &[String]) -> Flow {
                 ect: "ECT(1)",
                 rtt_scale: f64::from(r.prague.ai_per_ack) / one,
                 round: r.prague.round,
+                classic: r.ca.flags & PRAGUE_FLAG_CLASSIC != 0,
+                classic_score: f64::from(r.prague.classic_score) / f64::from(DCTCP_ONE),
             }
         }),
     }

@@ -88,6 +88,26 @@ pub mod prague {
     pub fn snd_cwnd(frac: u64, clamp: u32) -> u32 {
         ((frac + ONE_CWND - 1) >> PRAGUE_CWND_SHIFT).clamp(2, u64::from(clamp)) as u32
     }
+
+    /// The classic-ECN evidence (1/2^16) after a marked round whose srtt
+    /// (1/8 us, as the kernel keeps it) stood `srtt8 / 8 - min_rtt_us` over
+    /// the path's min RTT, against the threshold `qdelay_us`: EWMA at 1/8.
+    pub fn classic_score(score: u32, srtt8: u32, min_rtt_us: u32, qdelay_us: u32) -> u32 {
+        let classic = srtt8 >> 3 >= min_rtt_us.saturating_add(qdelay_us);
+        score - (score >> 3) + if classic { DCTCP_ONE >> 3 } else { 0 }
+    }
+
+    /// Whether the fallback is in force at `score`, `was` before: from 3/4
+    /// on, until 1/4.
+    pub fn classic(score: u32, was: bool) -> bool {
+        if score >= DCTCP_ONE * 3 / 4 {
+            true
+        } else if score <= DCTCP_ONE / 4 {
+            false
+        } else {
+            was
+        }
+    }
 }
 
 #[cfg(test)]
@@ -246,6 +266,39 @@ mod tests {
             assert_eq!(snd_cwnd(2 * ONE_CWND + 1, 1000), 3);
             assert_eq!(snd_cwnd(7 * ONE_CWND, 1000), 7);
             assert_eq!(snd_cwnd(70 * ONE_CWND, 10), 10);
+        }
+
+        /// From no evidence, 11 classic rounds in a row put the fallback in
+        /// force (10 do not); then it holds until the score falls to 1/4:
+        /// 7 L4S rounds from the top (6 do not). 20 ms of path, 3 ms
+        /// threshold: 23 ms of srtt is classic, 22.999 ms is not.
+        #[test]
+        fn the_fallback_takes_eleven_classic_rounds_and_seven_to_leave() {
+            use crate::intf::DCTCP_ONE;
+            let (deep, shallow) = (23_000 << 3, (23_000 << 3) - 8);
+            assert_eq!(classic_score(0, deep, 20_000, 3000), DCTCP_ONE >> 3);
+            assert_eq!(classic_score(0, shallow, 20_000, 3000), 0);
+            let (mut score, mut on, mut rounds) = (0, false, 0);
+            while !on {
+                score = classic_score(score, deep, 20_000, 3000);
+                on = classic(score, on);
+                rounds += 1;
+            }
+            assert_eq!(rounds, 11, "score {score}");
+            for _ in 0..100 {
+                score = classic_score(score, deep, 20_000, 3000);
+            }
+            // The EWMA reaches one exactly: nothing rounds away at the top.
+            assert_eq!(score, DCTCP_ONE);
+            let mut rounds = 0;
+            while on {
+                score = classic_score(score, shallow, 20_000, 3000);
+                on = classic(score, on);
+                rounds += 1;
+            }
+            assert_eq!(rounds, 11, "score {score}");
+            // Between the two thresholds the state is what it was.
+            assert!(classic(DCTCP_ONE / 2, true) && !classic(DCTCP_ONE / 2, false));
         }
     }
 }

@@ -225,7 +225,7 @@ mod tests {
         assert_eq!(
             describe(algo, &p),
             "g=0.0625 alpha_on_init=0 rtt_target_us=25000 rtt_scaling=1 rtt_transition=4 \
-             mode=auto mode_switch_mtus=4 pacing=1"
+             mode=auto mode_switch_mtus=4 pacing=1 classic_ecn=0 classic_qdelay_us=3000"
         );
         apply(algo, &mut p, &[parse("mode=rate"), parse("rtt_target_us=100")]).unwrap();
         assert_eq!((p.mode, p.rtt_target_us), (1, 100));

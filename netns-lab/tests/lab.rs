@@ -474,6 +474,12 @@ fn ctrl_c_leaves_nothing_in_any_experiment() {
     ] {
         interrupt_mid_run(args);
     }
+    // Prague's ECT(1) program on the senders goes with the lab too.
+    let scalable = match loader::algo::Algo::Prague.require_kernel() {
+        Ok(()) => "bpf_prague",
+        Err(_) => "bpf_dctcp",
+    };
+    interrupt_mid_run(&["l4s", "--quick", "--duration", "20", "--mixes", "1:1", "--scalable", scalable]);
 }
 
 #[test]

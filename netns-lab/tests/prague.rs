@@ -11,10 +11,12 @@ use loader::algo::Algo;
 use loader::intf::{
     dctcp_event, dctcp_event_type_DCTCP_EV_CUT as EV_CUT,
     dctcp_event_type_DCTCP_EV_STATE as EV_STATE, dctcp_event_type_DCTCP_EV_WINDOW as EV_WINDOW,
-    prague_mode_PRAGUE_MODE_WINDOW as MODE_WINDOW, PRAGUE_DEFAULT_G, PRAGUE_DEFAULT_RTT_TARGET_US,
+    prague_mode_PRAGUE_MODE_WINDOW as MODE_WINDOW, PRAGUE_ALPHA_BITS, PRAGUE_DEFAULT_G,
+    PRAGUE_DEFAULT_CLASSIC_QDELAY_US, PRAGUE_DEFAULT_RTT_TARGET_US,
 };
 use loader::model::prague as model;
 use netns_lab::measure::scenario::{self, RunData, Scenario};
+use netns_lab::net::delay::{DelayBackend, RoundTrip, Rtt};
 use netns_lab::traffic::bulk::FlowSpec;
 use netns_lab::traffic::cc::LabCc;
 
@@ -32,11 +34,27 @@ fn is(e: &dctcp_event, t: u32) -> bool {
 /// Flows of `ccs` (one sender each) through a 100 Mbit/s bpf-step switch
 /// (K = 20), `trace` traced.
 fn run(trace: &str, ccs: &[&str], secs: u64) -> RunData {
+    let step = tc_qdisc::Bottleneck::step(100_000_000, 425, 20);
+    run_through(step, None, trace, ccs, secs)
+}
+
+/// ... through `bottleneck`, `rtt` added.
+fn run_through(
+    bottleneck: tc_qdisc::Bottleneck,
+    rtt: Option<Duration>,
+    trace: &str,
+    ccs: &[&str],
+    secs: u64,
+) -> RunData {
     let mut scn = Scenario {
         trace_algorithm: Some(trace.to_string()),
+        round_trip: rtt.map(|rtt| RoundTrip {
+            rtt: Rtt::uniform(rtt),
+            backend: DelayBackend::Auto,
+        }),
         ..Scenario::long_flows(
             trace,
-            tc_qdisc::Bottleneck::step(100_000_000, 425, 20),
+            bottleneck,
             0,
             trace,
             Duration::from_secs(secs),
@@ -81,11 +99,31 @@ fn codepoints(run: &RunData, sender: usize) -> [u64; 4] {
 
 /// alpha / g after each window is the model's update of the one before
 /// (none until the first marked round: no AQM seen yet); the growth per ACK
-/// is the model's (rtt / target)^2 wherever it is scaled. Returns the
+/// is the model's (rtt / target)^2 wherever it is scaled; the classic-ECN
+/// evidence and fallback are the model's after each marked round
+/// (`classic_qdelay_us`; none at all with the fallback off). Returns the
 /// windows checked and how many of them had their growth scaled.
-fn check_windows(flow: &[dctcp_event], g: u32, target_us: u32) -> (usize, usize) {
+fn check_windows(
+    flow: &[dctcp_event],
+    g: u32,
+    target_us: u32,
+    classic_qdelay_us: Option<u32>,
+) -> (usize, usize) {
     let (mut up, mut saw_ce, mut checked, mut scaled) = (0u64, false, 0, 0);
+    let (mut score, mut classic) = (0u32, false);
     for e in flow.iter().filter(|e| is(e, EV_WINDOW)) {
+        if let (Some(q), true) = (classic_qdelay_us, e.win_delivered_ce > 0) {
+            score = model::classic_score(score, e.srtt8, e.min_rtt_us, q);
+            classic = model::classic(score, classic);
+        }
+        assert_eq!(
+            (e.classic_score, e.classic != 0),
+            (score, classic),
+            "classic evidence at {} (srtt {} / 8 us, min RTT {} us)",
+            e.ts_ns,
+            e.srtt8,
+            e.min_rtt_us
+        );
         saw_ce |= e.win_delivered_ce > 0;
         let want = if saw_ce {
             model::ewma(up, e.win_delivered, e.win_delivered_ce, g)
@@ -125,9 +163,15 @@ fn check_cuts(flow: &[dctcp_event], g: u32) -> usize {
             is(entry, EV_STATE) && entry.value == TCP_CA_CWR,
             "a cut not right after CWR entry: {entry:?}"
         );
+        // Behind a classic AQM, Reno's half.
+        let alpha = if entry.classic != 0 {
+            1 << PRAGUE_ALPHA_BITS
+        } else {
+            model::alpha(entry.upscaled_alpha, g)
+        };
         assert_eq!(
             cut.frac_cwnd,
-            model::cut(entry.frac_cwnd, model::alpha(entry.upscaled_alpha, g)),
+            model::cut(entry.frac_cwnd, alpha),
             "cut at {} from {} at alpha / g {}",
             cut.ts_ns,
             entry.frac_cwnd,
@@ -169,7 +213,7 @@ fn prague_data_leaves_ect1_and_every_traced_update_and_cut_is_the_models() {
     let mut cuts = 0;
     for sender in [0, 1] {
         let flow = events_of(&run, sender);
-        let (windows, scaled) = check_windows(&flow, PRAGUE_DEFAULT_G, PRAGUE_DEFAULT_RTT_TARGET_US);
+        let (windows, scaled) = check_windows(&flow, PRAGUE_DEFAULT_G, PRAGUE_DEFAULT_RTT_TARGET_US, None);
         let checked = check_cuts(&flow, PRAGUE_DEFAULT_G);
         eprintln!("prague flow {sender}: {windows} windows ({scaled} scaled), {checked} cuts checked");
         cuts += checked;
@@ -203,11 +247,56 @@ fn without_rtt_scaling_growth_is_unscaled_and_cuts_come_every_round() {
     let (mut cuts_on, mut cuts_off) = (0, 0);
     for sender in [0, 1] {
         let flow = events_of(&without, sender);
-        let (windows, scaled) = check_windows(&flow, PRAGUE_DEFAULT_G, PRAGUE_DEFAULT_RTT_TARGET_US);
+        let (windows, scaled) = check_windows(&flow, PRAGUE_DEFAULT_G, PRAGUE_DEFAULT_RTT_TARGET_US, None);
         assert!(windows > 50 && scaled == 0, "{windows} windows, {scaled} scaled");
         cuts_off += check_cuts(&flow, PRAGUE_DEFAULT_G);
         cuts_on += check_cuts(&events_of(&with, sender), PRAGUE_DEFAULT_G);
     }
     eprintln!("cuts: {cuts_on} with RTT scaling, {cuts_off} without");
     assert!(cuts_off > 2 * cuts_on, "{cuts_off} cuts without scaling, {cuts_on} with");
+}
+
+/// Prague beside cubic through a classic ECN AQM (RED from 5 to 15 ms of
+/// queue, 50 Mbit/s, 20 ms): with `classic_ecn=1` the evidence builds over
+/// the marked rounds exactly as the model's, the fallback comes into force,
+/// and from then on the cuts are Reno's half. The rate ratio it buys is
+/// `lab l4s`'s finding (tests/l4s.rs).
+#[test]
+fn behind_a_classic_aqm_the_fallback_comes_as_the_models_and_cuts_by_half() {
+    require_root();
+    let _serial = serial();
+    if let Err(e) = Algo::Prague.require_kernel() {
+        return skip(&format!("{e}"));
+    }
+    let cc = LabCc::attach(Algo::Prague, vec!["classic_ecn=1".parse().unwrap()]).unwrap();
+    let red = tc_qdisc::Bottleneck {
+        rate_bps: 50_000_000,
+        buffer_pkts: 425,
+        backend: tc_qdisc::Backend::BpfRed {
+            min: 21,
+            max: 62,
+            max_p: 0.1,
+            wlog: 9,
+        },
+    };
+    let run = run_through(red, Some(Duration::from_millis(20)), &cc.name, &[&cc.name, "cubic"], 8);
+    let flow = events_of(&run, 0);
+    let (windows, _) = check_windows(
+        &flow,
+        PRAGUE_DEFAULT_G,
+        PRAGUE_DEFAULT_RTT_TARGET_US,
+        Some(PRAGUE_DEFAULT_CLASSIC_QDELAY_US),
+    );
+    let halved = flow
+        .windows(2)
+        .filter(|p| is(&p[1], EV_CUT) && p[0].classic != 0)
+        .count();
+    let cuts = check_cuts(&flow, PRAGUE_DEFAULT_G);
+    let first = flow.iter().find(|e| e.classic != 0).map(|e| e.ts_ns - flow[0].ts_ns);
+    eprintln!(
+        "{windows} windows, {cuts} cuts checked, {halved} of them Reno's half; fallback from {:?} ms",
+        first.map(|ns| ns / 1_000_000)
+    );
+    assert!(first.is_some(), "the fallback never came into force");
+    assert!(halved > 0, "no cut behind the classic AQM was Reno's");
 }

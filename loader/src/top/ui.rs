@@ -112,6 +112,9 @@ fn row(t: &FlowTrack) -> Row<'static> {
         Some(p) => {
             if t.gone_since.is_none() {
                 state.push_str(&format!(" {} {}", p.mode, p.ect));
+                if p.classic {
+                    state.push_str(" classic");
+                }
             }
             format!("{:.2}", p.frac_cwnd)
         }
@@ -642,10 +645,12 @@ mod tests {
             ect: "ECT(1)",
             rtt_scale: 0.04,
             round: 9,
+            classic: true,
+            classic_score: 0.8,
         });
         let text = format!("{:?}", row(&t));
         assert!(text.contains("1.38") && !text.contains("\"10\""), "{text}");
-        assert!(text.contains("ESTAB open rate ECT(1)"), "{text}");
+        assert!(text.contains("ESTAB open rate ECT(1) classic"), "{text}");
         assert!(text.contains("12.5"), "{text}");
     }
 }

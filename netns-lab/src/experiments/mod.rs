@@ -250,6 +250,7 @@ pub mod coexist;
 pub mod convergence;
 pub mod incast;
 pub mod ksweep;
+pub mod l4s;
 pub mod queue;
 pub mod rpc;
 pub mod sawtooth;
@@ -266,6 +267,7 @@ experiments! {
     variants => Variants(VariantsArgs),
     incast => Incast(IncastArgs),
     rpc => Rpc(RpcArgs),
+    l4s => L4s(L4sArgs),
 }
 
 /// `lab <experiment>`: checks the configuration (bad input is a usage

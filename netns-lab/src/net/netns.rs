@@ -33,11 +33,15 @@ fn ip_output(args: &[&str]) -> Result<String> {
 
 /// A helper binary of the lab (rpcgen, delayline): beside this one in a
 /// build, in ../lib/dctcp-bpf/ once installed (`just install`, the .deb:
-/// helpers stay off PATH, where Debian's rpcsvc-proto has its own rpcgen).
+/// helpers stay off PATH, where Debian's rpcsvc-proto has its own rpcgen),
+/// or, for a test binary in a build's deps/, one folder up.
 pub fn sibling_binary(name: &str) -> Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let dir = exe.parent().context("no directory of the running binary")?;
-    let places = [dir.join(name), dir.join("../lib/dctcp-bpf").join(name)];
+    let mut places = vec![dir.join(name), dir.join("../lib/dctcp-bpf").join(name)];
+    if dir.ends_with("deps") {
+        places.push(dir.join("..").join(name));
+    }
     places
         .iter()
         .find(|p| p.exists())

@@ -1,0 +1,628 @@
+//! `lab l4s`: scalable and classic TCP through one bottleneck, seed 002's
+//! question as L4S (RFC 9330-9332) asks it outside the data centre. Mixes
+//! of a scalable sender (TCP Prague by default) and a classic one (cubic,
+//! ECN-capable) through each AQM this lab has: RFC 3168 RED on one queue
+//! (the classic ECN AQM a scalable sender must detect, RFC 9331 section
+//! 4.3), a shallow step on one queue (an L4S queue with no classic queue
+//! beside it: the starvation baseline) and drop-tail. Per run: each class's
+//! rate and their ratio, Jain's index, the queue in packets and
+//! milliseconds, utilization, marks and drops.
+
+use std::fmt::Write as _;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+use tc_qdisc::backend::PKT_BYTES;
+use tc_qdisc::{Backend, Bottleneck};
+
+use super::run_scenario;
+use crate::measure::scenario::{Outcome, Scenario};
+use crate::net::delay::{fmt_duration, parse_duration, DelayBackend, RoundTrip, Rtt};
+use crate::report::plot::{self, Chart, Series};
+use crate::report::results::ResultsDir;
+use crate::report::tables::{repairs_line, repairs_note, steal_note, table_header};
+use crate::stats::jain;
+use crate::traffic::bulk::FlowSpec;
+use crate::traffic::cc::{check_names, is_ours, Algorithms};
+use crate::units::fmt_rate;
+
+/// The AQMs of one queue a mix meets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Aqm {
+    /// RFC 3168 RED on one queue (bpf-red): ECN-capable packets, ECT(0) and
+    /// ECT(1) alike, marked from 5 ms of average queue to 15 ms, at most 1 in
+    /// 10; others dropped there. A classic ECN AQM.
+    Rfc3168,
+    /// A step at 1 ms of queue (bpf-step; at least 2 packets) for every
+    /// ECN-capable packet: an L4S queue with no classic queue beside it, the
+    /// starvation baseline.
+    Step,
+    /// No AQM: drop-tail at the buffer.
+    Droptail,
+}
+
+impl Aqm {
+    fn name(self) -> &'static str {
+        match self {
+            Aqm::Rfc3168 => "rfc3168",
+            Aqm::Step => "step",
+            Aqm::Droptail => "droptail",
+        }
+    }
+
+    /// Its backend on a link of `rate_bps` (thresholds in packets there).
+    fn backend(self, rate_bps: u64) -> Backend {
+        let at = |ms: f64| pkts_in(ms, rate_bps);
+        match self {
+            Aqm::Rfc3168 => Backend::BpfRed {
+                min: at(5.0),
+                max: at(15.0),
+                max_p: 0.1,
+                wlog: 9,
+            },
+            Aqm::Step => Backend::BpfStep { k: at(1.0).max(2) },
+            Aqm::Droptail => Backend::Droptail,
+        }
+    }
+}
+
+/// Packets of `PKT_BYTES` the link sends in `ms`, at least 1.
+fn pkts_in(ms: f64, rate_bps: u64) -> u32 {
+    ((ms / 1e3 * rate_bps as f64 / (8.0 * f64::from(PKT_BYTES))).round() as u32).max(1)
+}
+
+/// How many flows of each class: `1:4` is one scalable, four classic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Mix {
+    pub scalable: usize,
+    pub classic: usize,
+}
+
+impl Mix {
+    fn parse(s: &str) -> Result<Mix, String> {
+        let (a, b) = s
+            .split_once(':')
+            .ok_or_else(|| format!("mix `{s}`: give scalable:classic flow counts, e.g. 1:1"))?;
+        let n = |v: &str| {
+            v.parse::<usize>()
+                .map_err(|_| format!("mix `{s}`: `{v}` is not a flow count"))
+        };
+        Ok(Mix {
+            scalable: n(a)?,
+            classic: n(b)?,
+        })
+    }
+
+    fn label(self) -> String {
+        format!("{}:{}", self.scalable, self.classic)
+    }
+}
+
+/// Scalable and classic TCP sharing one bottleneck (RFC 9330-9332, seed 002's next step).
+///
+/// Each mix of a scalable sender (--scalable, TCP Prague by default, with
+/// its parameters after `+`) and a classic one (--classic, cubic) runs
+/// through each AQM of one queue: rfc3168 (RED in BPF from 5 to 15 ms of
+/// queue: a classic ECN AQM, where RFC 9331 asks a scalable sender to fall
+/// back to a classic response), step (a 1 ms step for every ECN-capable
+/// packet: the starvation baseline) and droptail. Every sender negotiates
+/// ECN. Per run: each class's mean rate, their ratio (scalable / classic),
+/// Jain's index over the flows, the queue in packets and ms, utilization,
+/// marks and drops. Compare Prague's classic-ECN fallback on and off with
+/// `--scalable bpf_prague+classic_ecn=1` beside `bpf_prague`. Writes
+/// results/l4s/<timestamp>/: runs.csv, runs.json, ratio.png, summary.md.
+#[derive(Debug, Clone, clap::Args)]
+pub struct L4sArgs {
+    /// Short runs for tests and a first look: 12 s each, the first 4 not measured.
+    #[arg(long)]
+    pub quick: bool,
+    /// Bottleneck rate.
+    #[arg(long, value_parser = crate::units::parse_rate, default_value = "50M")]
+    pub rate: u64,
+    /// Round trip of every flow, added on the ACK path.
+    #[arg(long, value_parser = parse_duration, default_value = "20ms")]
+    pub rtt: Duration,
+    /// What adds the round trip: netem where the kernel has it, else the
+    /// lab's delay element.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub delay_backend: DelayBackend,
+    /// The AQMs, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "rfc3168,step,droptail")]
+    pub aqms: Vec<Aqm>,
+    /// Flow counts as scalable:classic, comma-separated.
+    #[arg(long, value_delimiter = ',', value_parser = Mix::parse, default_value = "1:1,1:4,4:1")]
+    pub mixes: Vec<Mix>,
+    /// The scalable sender, one or more comma-separated, each run through
+    /// every mix: bpf_prague (parameters after `+`:
+    /// bpf_prague+classic_ecn=1), bpf_dctcp, or a kernel algorithm.
+    #[arg(long, value_delimiter = ',', default_value = "bpf_prague")]
+    pub scalable: Vec<String>,
+    /// The classic sender: a kernel algorithm (ECN on).
+    #[arg(long, default_value = "cubic")]
+    pub classic: String,
+    /// Bottleneck buffer, packets (drop-tail's queue, and every AQM's limit).
+    #[arg(long, default_value_t = 425)]
+    pub buffer: u32,
+    /// Seconds per run (default 40, or 12 with --quick), the first third
+    /// not measured.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Results directory (default results/l4s/<timestamp>).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+}
+
+impl L4sArgs {
+    fn config(&self) -> L4sConfig {
+        let secs = self.duration.unwrap_or(if self.quick { 12.0 } else { 40.0 });
+        // Negative or not a number: refused by validate as too short.
+        let duration = Duration::try_from_secs_f64(secs).unwrap_or(Duration::ZERO);
+        L4sConfig {
+            rate_bps: self.rate,
+            rtt: self.rtt,
+            delay_backend: self.delay_backend,
+            aqms: self.aqms.clone(),
+            mixes: self.mixes.clone(),
+            scalable: self.scalable.clone(),
+            classic: self.classic.clone(),
+            buffer_pkts: self.buffer,
+            duration,
+            // Slow start and the fallback's detection (11 marked rounds)
+            // are over by then.
+            warmup: duration / 3,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct L4sConfig {
+    pub rate_bps: u64,
+    pub rtt: Duration,
+    pub delay_backend: DelayBackend,
+    pub aqms: Vec<Aqm>,
+    pub mixes: Vec<Mix>,
+    pub scalable: Vec<String>,
+    pub classic: String,
+    pub buffer_pkts: u32,
+    pub duration: Duration,
+    pub warmup: Duration,
+}
+
+crate::experiments::register!("l4s", L4sArgs => L4sConfig);
+
+impl L4sConfig {
+    pub fn validate(&self) -> Result<()> {
+        anyhow::ensure!(!self.aqms.is_empty(), "--aqms: give at least one");
+        anyhow::ensure!(!self.mixes.is_empty(), "--mixes: give at least one");
+        anyhow::ensure!(!self.scalable.is_empty(), "--scalable: give at least one");
+        for m in &self.mixes {
+            anyhow::ensure!(
+                m.scalable >= 1 && m.classic >= 1 && m.scalable + m.classic <= 16,
+                "--mixes {}: at least one flow of each class, 16 in all at most",
+                m.label()
+            );
+        }
+        anyhow::ensure!(
+            !is_ours(&self.classic),
+            "--classic {}: a kernel algorithm (cubic, reno); this lab's algorithms are scalable",
+            self.classic
+        );
+        let mut names = self.scalable.clone();
+        names.push(self.classic.clone());
+        check_names(&names)?;
+        anyhow::ensure!(
+            self.duration >= Duration::from_secs(6),
+            "--duration {}: at least 6 s (a third of it is warm-up)",
+            self.duration.as_secs_f64()
+        );
+        Rtt::uniform(self.rtt).validate(1)?;
+        for a in &self.aqms {
+            self.bottleneck(*a).validate()?;
+        }
+        Ok(())
+    }
+
+    fn bottleneck(&self, aqm: Aqm) -> Bottleneck {
+        Bottleneck {
+            rate_bps: self.rate_bps,
+            buffer_pkts: self.buffer_pkts,
+            backend: aqm.backend(self.rate_bps),
+        }
+    }
+
+    /// The path's bandwidth-delay product, packets.
+    fn bdp_pkts(&self) -> f64 {
+        self.rate_bps as f64 * self.rtt.as_secs_f64() / (8.0 * f64::from(PKT_BYTES))
+    }
+
+    /// Milliseconds `pkts` of queue take to leave at the rate.
+    fn queue_ms(&self, pkts: f64) -> f64 {
+        pkts * f64::from(PKT_BYTES) * 8.0 / self.rate_bps as f64 * 1e3
+    }
+}
+
+/// One mix through one AQM.
+#[derive(Clone, Debug, Serialize)]
+pub struct L4sRun {
+    pub aqm: Aqm,
+    pub scalable: String,
+    pub classic: String,
+    pub mix: Mix,
+    /// Each flow's rate over the measured window, Mbit/s: the scalable
+    /// flows first.
+    pub rates_mbps: Vec<f64>,
+    /// Mean rate of a flow of each class, Mbit/s.
+    pub scalable_mbps: f64,
+    pub classic_mbps: f64,
+    /// scalable_mbps / classic_mbps: 1 is an equal share per flow.
+    pub ratio: f64,
+    pub jain: f64,
+    /// Queue found by arrivals, packets, and in ms at the rate.
+    pub queue_mean_pkts: f64,
+    pub queue_p99_pkts: f64,
+    pub queue_mean_ms: f64,
+    pub queue_p99_ms: f64,
+    pub utilization: f64,
+    pub marks: u64,
+    pub drops: u64,
+    pub ce_fraction: f64,
+    pub steal_share: f64,
+    pub guard_repairs: (u64, u64, u64),
+}
+
+impl L4sRun {
+    fn of(cfg: &L4sConfig, aqm: Aqm, scalable: &str, mix: Mix, o: &Outcome) -> L4sRun {
+        let rates: Vec<f64> = o.goodput_bps.iter().map(|g| g / 1e6).collect();
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let (s, c) = rates.split_at(mix.scalable.min(rates.len()));
+        let (scalable_mbps, classic_mbps) = (mean(s), mean(c));
+        L4sRun {
+            aqm,
+            scalable: scalable.to_string(),
+            classic: cfg.classic.clone(),
+            mix,
+            jain: jain(&rates),
+            rates_mbps: rates,
+            scalable_mbps,
+            classic_mbps,
+            ratio: scalable_mbps / classic_mbps.max(1e-9),
+            queue_mean_pkts: o.queue.mean,
+            queue_p99_pkts: o.queue.p99,
+            queue_mean_ms: cfg.queue_ms(o.queue.mean),
+            queue_p99_ms: cfg.queue_ms(o.queue.p99),
+            utilization: o.utilization,
+            marks: o.marks,
+            drops: o.drops,
+            ce_fraction: o.ce_fraction,
+            steal_share: o.steal_share,
+            guard_repairs: o.guard_repairs,
+        }
+    }
+
+    fn label(&self) -> String {
+        format!(
+            "{} {} {}:{}",
+            self.aqm.name(),
+            self.mix.label(),
+            self.scalable,
+            self.classic
+        )
+    }
+}
+
+fn scenario(cfg: &L4sConfig, aqm: Aqm, mix: Mix, scalable_cc: &str, label: &str) -> Scenario {
+    let flows = mix.scalable + mix.classic;
+    let mut scn = Scenario {
+        round_trip: Some(RoundTrip {
+            rtt: Rtt::uniform(cfg.rtt),
+            backend: cfg.delay_backend,
+        }),
+        ..Scenario::long_flows(
+            label,
+            cfg.bottleneck(aqm),
+            flows,
+            scalable_cc,
+            cfg.duration,
+            cfg.warmup,
+        )
+    };
+    for (sender, f) in scn.flows.iter_mut().enumerate().skip(mix.scalable) {
+        *f = FlowSpec::long(sender, &cfg.classic);
+    }
+    scn
+}
+
+fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<L4sRun>> {
+    let algorithms = Algorithms::attach(&cfg.scalable)?;
+    let total = cfg.aqms.len() * cfg.mixes.len() * cfg.scalable.len();
+    let mut runs = Vec::with_capacity(total);
+    for &aqm in &cfg.aqms {
+        for scalable in &cfg.scalable {
+            for &mix in &cfg.mixes {
+                let label = format!("{} {} {scalable}:{}", aqm.name(), mix.label(), cfg.classic);
+                let scn = scenario(cfg, aqm, mix, &algorithms.cc(scalable), &label);
+                let msg = format!("run {}/{total}: {label}", runs.len() + 1);
+                let data = run_scenario(&scn, algorithms.ours(scalable), msg, stop)?;
+                let r = L4sRun::of(cfg, aqm, scalable, mix, &data.outcome);
+                if data.outcome.marker.ect.pkts == 0 && aqm != Aqm::Droptail {
+                    bail!("{label}: no packet arrived ECN-capable: ECN was not negotiated");
+                }
+                eprintln!(
+                    "{label}: {:.1} / {:.1} Mbit/s per flow (ratio {:.2}), Jain {:.3}, queue {:.1} ms (p99 {:.1}), \
+                     util {:.1} %, marks {}, drops {}{}",
+                    r.scalable_mbps,
+                    r.classic_mbps,
+                    r.ratio,
+                    r.jain,
+                    r.queue_mean_ms,
+                    r.queue_p99_ms,
+                    r.utilization * 100.0,
+                    r.marks,
+                    r.drops,
+                    repairs_note(r.guard_repairs)
+                );
+                runs.push(r);
+            }
+        }
+    }
+    write_csv(out, &runs)?;
+    plot_ratios(out, cfg, &runs)?;
+    out.write_up(&runs, &summary(cfg, &runs))?;
+    Ok(runs)
+}
+
+fn write_csv(out: &ResultsDir, runs: &[L4sRun]) -> Result<()> {
+    let mut w = out.csv(
+        "runs.csv",
+        "aqm,scalable,classic,mix,scalable_mbps,classic_mbps,ratio,jain,queue_mean_ms,queue_p99_ms,\
+         utilization,marks,drops,ce_fraction,steal_share",
+    )?;
+    for r in runs {
+        writeln!(
+            w,
+            "{},{},{},{},{:.3},{:.3},{:.4},{:.4},{:.3},{:.3},{:.4},{},{},{:.4},{:.4}",
+            r.aqm.name(),
+            r.scalable,
+            r.classic,
+            r.mix.label(),
+            r.scalable_mbps,
+            r.classic_mbps,
+            r.ratio,
+            r.jain,
+            r.queue_mean_ms,
+            r.queue_p99_ms,
+            r.utilization,
+            r.marks,
+            r.drops,
+            r.ce_fraction,
+            r.steal_share
+        )?;
+    }
+    Ok(())
+}
+
+/// The rate ratio per mix, one series per AQM and scalable sender; the
+/// band RFC 9331 aims at behind a classic AQM (0.5-2) marked.
+fn plot_ratios(out: &ResultsDir, cfg: &L4sConfig, runs: &[L4sRun]) -> Result<()> {
+    let mut series = Vec::new();
+    for &aqm in &cfg.aqms {
+        for s in &cfg.scalable {
+            let points = runs
+                .iter()
+                .filter(|r| r.aqm == aqm && &r.scalable == s)
+                .enumerate()
+                .map(|(i, r)| (i as f64, r.ratio))
+                .collect();
+            series.push(Series {
+                name: format!("{} {s}", aqm.name()),
+                points,
+            });
+        }
+    }
+    let mixes: Vec<String> = cfg.mixes.iter().map(|m| m.label()).collect();
+    let x = format!("mix (scalable:classic): {}", mixes.join(", "));
+    let title = format!(
+        "Rate per flow, scalable / {}, {} at {}",
+        cfg.classic,
+        fmt_rate(cfg.rate_bps),
+        fmt_duration(cfg.rtt)
+    );
+    let chart = Chart::new(&title, &x, "scalable / classic rate per flow", series)
+        .points()
+        .hline(0.5, "1/2".into())
+        .hline(1.0, "equal share".into())
+        .hline(2.0, "2x".into());
+    plot::draw(&out.file("ratio.png"), &chart)
+}
+
+fn summary(cfg: &L4sConfig, runs: &[L4sRun]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Scalable and classic TCP through one queue (L4S, seed 002)\n");
+    let _ = writeln!(
+        s,
+        "{} bottleneck, {} round trip (BDP {:.0} packets), buffer {} packets; every sender negotiates ECN. \
+         {:.0} s per run, the first {:.0} s not measured. AQMs: rfc3168 = RED on the average queue from {} to {} \
+         packets (5-15 ms), at most 1 in 10; step = every ECN-capable packet marked from {} packets (1 ms); \
+         droptail. Rate = a flow's goodput over the measured window; ratio = a scalable flow's mean rate over a \
+         classic flow's (1: equal shares; RFC 9331's goal behind a classic ECN AQM, 0.5-2).\n",
+        fmt_rate(cfg.rate_bps),
+        fmt_duration(cfg.rtt),
+        cfg.bdp_pkts(),
+        cfg.buffer_pkts,
+        cfg.duration.as_secs_f64(),
+        cfg.warmup.as_secs_f64(),
+        pkts_in(5.0, cfg.rate_bps),
+        pkts_in(15.0, cfg.rate_bps),
+        pkts_in(1.0, cfg.rate_bps).max(2),
+    );
+    table_header(
+        &mut s,
+        &[
+            "AQM",
+            "scalable",
+            "mix",
+            "scalable Mbit/s per flow",
+            "classic Mbit/s per flow",
+            "ratio",
+            "Jain",
+            "queue mean / p99 (ms)",
+            "utilization",
+            "marks",
+            "drops",
+        ],
+    );
+    for r in runs {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.3} | {:.1} / {:.1} | {:.1} %{} | {} | {} |",
+            r.aqm.name(),
+            r.scalable,
+            r.mix.label(),
+            r.scalable_mbps,
+            r.classic_mbps,
+            r.ratio,
+            r.jain,
+            r.queue_mean_ms,
+            r.queue_p99_ms,
+            r.utilization * 100.0,
+            steal_note(r.steal_share),
+            r.marks,
+            r.drops
+        );
+    }
+    let within: Vec<String> = runs
+        .iter()
+        .filter(|r| r.aqm == Aqm::Rfc3168)
+        .map(|r| {
+            format!(
+                "{} {}: {:.2} ({})",
+                r.scalable,
+                r.mix.label(),
+                r.ratio,
+                if (0.5..=2.0).contains(&r.ratio) {
+                    "within 0.5-2"
+                } else {
+                    "outside 0.5-2"
+                }
+            )
+        })
+        .collect();
+    if !within.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nBehind the classic ECN AQM (rfc3168), rate per scalable flow over a classic one's: {}.",
+            within.join("; ")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "{}",
+        repairs_line(runs.iter().map(|r| (r.label(), r.guard_repairs)))
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> L4sConfig {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: L4sArgs,
+        }
+        Cli::parse_from(["lab", "--quick"]).args.config()
+    }
+
+    #[test]
+    fn the_aqms_thresholds_are_times_at_the_rate() {
+        // 50 Mbit/s: a 1514-byte packet every 242 us.
+        assert_eq!(pkts_in(5.0, 50_000_000), 21);
+        assert_eq!(pkts_in(15.0, 50_000_000), 62);
+        assert_eq!(
+            Aqm::Rfc3168.backend(50_000_000),
+            Backend::BpfRed {
+                min: 21,
+                max: 62,
+                max_p: 0.1,
+                wlog: 9
+            }
+        );
+        assert_eq!(Aqm::Step.backend(50_000_000), Backend::BpfStep { k: 4 });
+        // A step never below 2 packets.
+        assert_eq!(Aqm::Step.backend(1_000_000), Backend::BpfStep { k: 2 });
+    }
+
+    #[test]
+    fn a_mix_puts_the_scalable_senders_first() {
+        let c = cfg();
+        let scn = scenario(&c, Aqm::Step, Mix::parse("2:3").unwrap(), "dl9", "x");
+        let ccs: Vec<&str> = scn.flows.iter().map(|f| f.cc.as_str()).collect();
+        assert_eq!(ccs, ["dl9", "dl9", "cubic", "cubic", "cubic"]);
+        let senders: Vec<usize> = scn.flows.iter().map(|f| f.sender).collect();
+        assert_eq!(senders, [0, 1, 2, 3, 4]);
+        assert_eq!(c.duration, Duration::from_secs(12));
+        assert_eq!(c.warmup, Duration::from_secs(4));
+    }
+
+    #[test]
+    fn a_run_splits_its_rates_by_class() {
+        let c = cfg();
+        let o = Outcome {
+            goodput_bps: vec![30e6, 5e6, 15e6],
+            ..Default::default()
+        };
+        let r = L4sRun::of(&c, Aqm::Rfc3168, "bpf_prague", Mix::parse("1:2").unwrap(), &o);
+        assert_eq!((r.scalable_mbps, r.classic_mbps), (30.0, 10.0));
+        assert!((r.ratio - 3.0).abs() < 1e-12);
+        assert!(r.jain < 0.9);
+    }
+
+    #[test]
+    fn bad_input_is_refused_by_name() {
+        let mix = |s: &str| Mix::parse(s);
+        assert!(mix("1").unwrap_err().contains("scalable:classic"));
+        assert!(mix("a:1").unwrap_err().contains("`a` is not a flow count"));
+        let base = cfg();
+        let cases = vec![
+            (
+                L4sConfig {
+                    mixes: vec![Mix {
+                        scalable: 0,
+                        classic: 1,
+                    }],
+                    ..base.clone()
+                },
+                "at least one flow of each class",
+            ),
+            (
+                L4sConfig {
+                    classic: "bpf_dctcp".into(),
+                    ..base.clone()
+                },
+                "a kernel algorithm",
+            ),
+            (
+                L4sConfig {
+                    duration: Duration::from_secs(3),
+                    ..base.clone()
+                },
+                "at least 6 s",
+            ),
+            (
+                L4sConfig {
+                    aqms: vec![],
+                    ..base.clone()
+                },
+                "--aqms",
+            ),
+        ];
+        crate::experiments::assert_each_refused(cases, L4sConfig::validate);
+    }
+}
