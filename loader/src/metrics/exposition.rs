@@ -32,6 +32,16 @@ pub struct InstanceNow {
     /// flows since each started.
     pub delivered: u64,
     pub delivered_ce: u64,
+    /// Prague only (None for the others): of the same flows, those in the
+    /// rate mode and those under the classic-ECN fallback now.
+    pub prague: Option<PragueNow>,
+}
+
+/// What a Prague instance's live flows are doing at one scrape.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PragueNow {
+    pub rate_mode: u64,
+    pub classic: u64,
 }
 
 /// A running lab switch, as read at one scrape.
@@ -80,7 +90,7 @@ struct InstanceCounter {
 }
 
 /// The per-instance counters.
-const INSTANCE_COUNTERS: [Counted<Instance>; 14] = [
+const INSTANCE_COUNTERS: [Counted<Instance>; 15] = [
     (
         "flows_started",
         "Sockets initialised with the algorithm (with ECN)",
@@ -142,6 +152,11 @@ const INSTANCE_COUNTERS: [Counted<Instance>; 14] = [
         |i| i.cwr_growth,
     ),
     (
+        "ect1_packets",
+        "Prague: packets its tcx program rewrote from ECT(0) to ECT(1)",
+        |i| i.ect1_packets,
+    ),
+    (
         "events",
         "Trace events the programs produced (only while a tracer runs)",
         |i| i.events,
@@ -198,6 +213,19 @@ pub fn render(s: &Snapshot) -> String {
         ce.clone(),
     );
 
+    let rate_mode = Family::<InstanceLabels, Gauge>::default();
+    reg.register(
+        "prague_rate_mode_sockets",
+        "Prague: live flows whose pacing rate leads (the rate mode, under 4 MTUs of window)",
+        rate_mode.clone(),
+    );
+    let classic = Family::<InstanceLabels, Gauge>::default();
+    reg.register(
+        "prague_classic_sockets",
+        "Prague: live flows answering marks as Reno behind a classic ECN AQM (classic_ecn=1)",
+        classic.clone(),
+    );
+
     for i in &s.instances {
         let l = InstanceLabels {
             algorithm: i.instance.algo.clone(),
@@ -220,6 +248,10 @@ pub fn render(s: &Snapshot) -> String {
         if i.delivered > 0 {
             ce.get_or_create(&l)
                 .set(i.delivered_ce as f64 / i.delivered as f64);
+        }
+        if let Some(p) = i.prague {
+            rate_mode.get_or_create(&l).set(gauge(p.rate_mode));
+            classic.get_or_create(&l).set(gauge(p.classic));
         }
     }
 
@@ -318,6 +350,43 @@ mod tests {
             .unwrap()
     }
 
+    /// A Prague instance shows its rewrites and how many of its flows are in
+    /// the rate mode and under the classic fallback; a DCTCP one shows no
+    /// Prague gauges.
+    #[test]
+    fn a_prague_instance_counts_its_ect1_rewrites_and_its_flows_modes() {
+        let mut prague = instance("bpf_prague", "prague");
+        prague.ect1_packets = 12_345;
+        let s = Snapshot {
+            instances: vec![
+                InstanceNow {
+                    instance: prague,
+                    alphas: vec![0.02],
+                    delivered: 10,
+                    delivered_ce: 1,
+                    prague: Some(PragueNow {
+                        rate_mode: 2,
+                        classic: 1,
+                    }),
+                },
+                InstanceNow {
+                    instance: instance("bpf_dctcp", "dctcp"),
+                    alphas: vec![],
+                    delivered: 0,
+                    delivered_ce: 0,
+                    prague: None,
+                },
+            ],
+            switches: vec![],
+        };
+        let t = render(&s);
+        let l = r#"{algorithm="prague",name="bpf_prague"}"#;
+        assert_eq!(sample(&t, &format!("dctcp_bpf_ect1_packets_total{l}")), 12_345.0);
+        assert_eq!(sample(&t, &format!("dctcp_bpf_prague_rate_mode_sockets{l}")), 2.0);
+        assert_eq!(sample(&t, &format!("dctcp_bpf_prague_classic_sockets{l}")), 1.0);
+        assert!(!t.contains(r#"dctcp_bpf_prague_classic_sockets{algorithm="dctcp""#), "{t}");
+    }
+
     #[test]
     fn an_instance_is_counted_under_its_labels_with_help_and_units() {
         let s = Snapshot {
@@ -326,6 +395,7 @@ mod tests {
                 alphas: vec![0.004, 0.06, 1.0],
                 delivered: 1000,
                 delivered_ce: 125,
+                prague: None,
             }],
             switches: vec![],
         };
@@ -391,6 +461,7 @@ mod tests {
                 alphas: vec![],
                 delivered: 0,
                 delivered_ce: 0,
+                prague: None,
             }],
             switches: vec![],
         };

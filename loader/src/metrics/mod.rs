@@ -17,7 +17,7 @@ use tiny_http::{Header, Method, Request, Response, Server};
 
 use crate::flows::{alpha_fraction, Collector};
 use crate::instance;
-use exposition::{InstanceNow, Snapshot, SwitchNow};
+use exposition::{InstanceNow, PragueNow, Snapshot, SwitchNow};
 
 /// Where `loader serve` listens unless told: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9842";
@@ -37,18 +37,24 @@ pub fn snapshot(flows: &Collector) -> Result<Snapshot> {
                 .iter()
                 .filter(|f| f.algorithm == i.name && !f.fallback && f.tcp_state == "ESTAB");
             let (mut alphas, mut delivered, mut delivered_ce) = (Vec::new(), 0u64, 0u64);
+            let mut prague = (i.algo == "prague").then(PragueNow::default);
             for f in mine {
                 if let Some(a) = f.alpha {
                     alphas.push(alpha_fraction(a));
                 }
                 delivered += u64::from(f.delivered);
                 delivered_ce += u64::from(f.delivered_ce);
+                if let (Some(now), Some(p)) = (prague.as_mut(), &f.prague) {
+                    now.rate_mode += u64::from(p.mode == "rate");
+                    now.classic += u64::from(p.classic);
+                }
             }
             InstanceNow {
                 instance: i,
                 alphas,
                 delivered,
                 delivered_ce,
+                prague,
             }
         })
         .collect();
