@@ -930,6 +930,14 @@ fn bench_measures_every_section_and_leaves_nothing() {
         "floor {ns} ns x {floor_calls} calls against bpf_dctcp's cong_avoid {own} ns"
     );
     assert!(calls(&r["algorithms"]["per_call_unguarded"], "dctcp_in_ack").is_some());
+    // bpf_prague's own programs, timed alike where the kernel runs it: its
+    // cong_control on every ACK (paced, its segments are 1 ms of its rate:
+    // 160 ACKs for 32 MiB here, 2026-12-02).
+    if prague {
+        let (ns, n) = calls(&r["algorithms"]["prague_per_call"], "prague_cong_con")
+            .expect("prague's cong_control");
+        assert!(ns > 0.0 && n > 20, "{ns} ns x {n}");
+    }
     let median = |method: &str, what: &str| {
         r["switch"][method]
             .as_array()

@@ -157,6 +157,8 @@ pub struct AlgorithmReport {
     pub per_call_unguarded: Vec<PerCall>,
     /// The Reno fallback: the floor a struct_ops program costs here.
     pub floor_per_call: Vec<PerCall>,
+    /// bpf_prague's programs, where the kernel runs it (6.10+).
+    pub prague_per_call: Vec<PerCall>,
     /// Where the kernel has its own dctcp: bpf_dctcp's programs and the
     /// kernel's dctcp functions timed by one method (fentry and fexit, no
     /// bpf_stats), each over one transfer.
@@ -275,11 +277,13 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<Algorithm
     }
     // Prague beside them where the kernel runs it (its window and pacing;
     // the ECT(1) program is not on the bench's pair).
+    let before_prague = max_prog_id();
     let prague = Algo::Prague
         .require_kernel()
         .is_ok()
         .then(|| LabCc::attach(Algo::Prague, vec![]))
         .transpose()?;
+    let prague_ids = progs_since(before_prague, "prague_");
     if let Some(p) = &prague {
         contenders.push(Contender {
             label: "bpf_prague".into(),
@@ -368,20 +372,23 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<Algorithm
     {
         let _stats = BpfStats::on()?;
         let fallback = loader::algo::fallback_name(&dctcp.name);
-        let measure = |cc: &str| -> Result<Vec<PerCall>> {
-            let s0 = prog_stats(&ids);
+        let measure = |cc: &str, ids: &[u32]| -> Result<Vec<PerCall>> {
+            let s0 = prog_stats(ids);
             pair.transfer(cc, cfg.bytes)?;
-            Ok(per_call(&s0, &prog_stats(&ids)))
+            Ok(per_call(&s0, &prog_stats(ids)))
         };
-        report.per_call = measure(&dctcp.name)?;
+        report.per_call = measure(&dctcp.name, &ids)?;
         let guard = |on: &str| loader::params::Assignment {
             key: "guard".into(),
             value: on.into(),
         };
         loader::instance::set(&dctcp.name, &[guard("0")])?;
-        report.per_call_unguarded = measure(&dctcp.name)?;
+        report.per_call_unguarded = measure(&dctcp.name, &ids)?;
         loader::instance::set(&dctcp.name, &[guard("1")])?;
-        report.floor_per_call = measure(&fallback)?;
+        report.floor_per_call = measure(&fallback, &ids)?;
+        if let Some(p) = &prague {
+            report.prague_per_call = measure(&p.name, &prague_ids)?;
+        }
     }
     if cfg.baselines.iter().any(|b| b == "dctcp") {
         report.timed_alike = Some(timed_alike(&pair, &dctcp.name, &ids, cfg.bytes)?);

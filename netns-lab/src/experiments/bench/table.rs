@@ -190,6 +190,7 @@ pub fn table(r: &BenchReport) -> String {
             &r.algorithms.floor_per_call,
             "floor: Reno fallback",
         ))
+        .chain(r.algorithms.prague_per_call.iter().cloned())
         .chain(r.switch.iter().flat_map(|w| w.per_packet.iter().cloned()));
     for p in programs {
         let _ = writeln!(s, "{:<52} {:>10.1} {:>14}", p.program, p.ns, p.calls);
