@@ -86,6 +86,11 @@ pub struct Flow {
     pub tcp_state: &'static str,
     pub ca_state: &'static str,
     pub ecn: bool,
+    /// Which ECN feedback the connection negotiated: `rfc3168` (ECE on
+    /// every ACK until CWR), `accecn` (AccECN's CE counter, on
+    /// kernels that negotiate it), `pending` (AccECN asked, the handshake
+    /// not done) or `off`.
+    pub ecn_mode: &'static str,
     pub cwnd: u32,
     pub ssthresh: Option<u32>,
     pub srtt_us: u32,
@@ -191,7 +196,8 @@ fn decode(ns: &str, r: &flow_record, ours: &[String]) -> Flow {
         fallback,
         tcp_state: tcp_state_name(r.tcp_state),
         ca_state: ca_state_name(r.ca_state),
-        ecn: r.ecn_flags & 0x11 != 0,
+        ecn: r.ecn_flags & ECN_MODES != 0,
+        ecn_mode: ecn_mode(r.ecn_flags),
         cwnd: r.snd_cwnd,
         ssthresh: (r.snd_ssthresh < TCP_INFINITE_SSTHRESH).then_some(r.snd_ssthresh),
         srtt_us: r.srtt_us,
@@ -223,6 +229,20 @@ fn decode(ns: &str, r: &flow_record, ours: &[String]) -> Flow {
                 classic_score: f64::from(r.prague.classic_score) / f64::from(DCTCP_ONE),
             }
         }),
+    }
+}
+
+/// tp->ecn_flags' mode bits (include/net/tcp.h): TCP_ECN_MODE_RFC3168 is
+/// bit 0, TCP_ECN_MODE_ACCECN bit 4 (Linux 6.18 on), both while AccECN is
+/// pending.
+const ECN_MODES: u8 = 0x11;
+
+fn ecn_mode(flags: u8) -> &'static str {
+    match flags & ECN_MODES {
+        0x01 => "rfc3168",
+        0x10 => "accecn",
+        0x11 => "pending",
+        _ => "off",
     }
 }
 
@@ -296,4 +316,17 @@ fn read_records(link: &Link) -> Result<Vec<flow_record>> {
 /// alpha as a fraction, three decimals.
 pub fn alpha_fraction(alpha: u32) -> f64 {
     f64::from(alpha) / f64::from(DCTCP_ALPHA_ONE)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The mode bits alone decide it; CWR and SEEN bits (1-3) do not.
+    #[test]
+    fn the_ecn_mode_is_read_from_its_two_bits() {
+        let modes: Vec<&str> = [0x00, 0x01, 0x0f, 0x10, 0x18, 0x11]
+            .into_iter()
+            .map(super::ecn_mode)
+            .collect();
+        assert_eq!(modes, ["off", "rfc3168", "rfc3168", "accecn", "accecn", "pending"]);
+    }
 }

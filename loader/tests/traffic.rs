@@ -82,6 +82,8 @@ fn bulk_transfer_runs_bpf_dctcp_on_both_ends() {
     assert_eq!(sender["remote"], format!("{SERVER_ADDR}:{PORT}"));
     assert_eq!(sender["fallback"], false);
     assert_eq!(sender["ecn"], true);
+    // RFC 3168's feedback: the pair's namespaces ask for classic ECN.
+    assert_eq!(sender["ecn_mode"], "rfc3168");
     assert!(sender["cwnd"].as_u64().unwrap() >= 2);
     assert!(sender["bytes_acked"].as_u64().unwrap() >= 32 * MB);
     // No switch marks here: alpha decays from 1.0 once a window completes,
@@ -141,6 +143,7 @@ fn without_ecn_the_flow_falls_back_to_reno_and_stops_sending_ect() {
     assert_eq!(flows.len(), 1, "{flows:#?}");
     assert_eq!(flows[0]["fallback"], true);
     assert_eq!(flows[0]["ecn"], false);
+    assert_eq!(flows[0]["ecn_mode"], "off");
     assert!(flows[0]["alpha"].is_null());
     assert_eq!(listed["fallbacks"], 1);
     assert_eq!(

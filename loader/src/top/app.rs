@@ -423,6 +423,7 @@ pub(crate) mod tests {
             tcp_state: "ESTAB",
             ca_state: "open",
             ecn: true,
+            ecn_mode: "rfc3168",
             cwnd: 10,
             ssthresh: Some(20),
             srtt_us: 250,
