@@ -20,7 +20,7 @@ use tc_qdisc::{Backend, Bottleneck};
 
 use super::run_scenario;
 use crate::measure::scenario::{Outcome, Scenario};
-use crate::net::delay::{fmt_duration, parse_duration, DelayBackend, RoundTrip, Rtt};
+use crate::net::delay::{bdp_pkts, fmt_duration, parse_duration, DelayBackend, RoundTrip, Rtt};
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
 use crate::report::tables::{repairs_line, repairs_note, steal_note, table_header};
@@ -232,11 +232,6 @@ impl L4sConfig {
             buffer_pkts: self.buffer_pkts,
             backend: aqm.backend(self.rate_bps),
         }
-    }
-
-    /// The path's bandwidth-delay product, packets.
-    fn bdp_pkts(&self) -> f64 {
-        self.rate_bps as f64 * self.rtt.as_secs_f64() / (8.0 * f64::from(PKT_BYTES))
     }
 
     /// Milliseconds `pkts` of queue take to leave at the rate.
@@ -451,7 +446,7 @@ fn summary(cfg: &L4sConfig, runs: &[L4sRun]) -> String {
          classic flow's (1: equal shares; RFC 9331's goal behind a classic ECN AQM, 0.5-2).\n",
         fmt_rate(cfg.rate_bps),
         fmt_duration(cfg.rtt),
-        cfg.bdp_pkts(),
+        bdp_pkts(cfg.rate_bps, cfg.rtt),
         cfg.buffer_pkts,
         cfg.duration.as_secs_f64(),
         cfg.warmup.as_secs_f64(),
