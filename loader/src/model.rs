@@ -279,7 +279,8 @@ mod tests {
             assert_eq!(classic_score(0, deep, 20_000, 3000), DCTCP_ONE >> 3);
             assert_eq!(classic_score(0, shallow, 20_000, 3000), 0);
             let (mut score, mut on, mut rounds) = (0, false, 0);
-            while !on {
+            // Bounded: a fallback that never comes fails, not hangs.
+            while !on && rounds < 100 {
                 score = classic_score(score, deep, 20_000, 3000);
                 on = classic(score, on);
                 rounds += 1;
@@ -291,7 +292,7 @@ mod tests {
             // The EWMA reaches one exactly: nothing rounds away at the top.
             assert_eq!(score, DCTCP_ONE);
             let mut rounds = 0;
-            while on {
+            while on && rounds < 100 {
                 score = classic_score(score, shallow, 20_000, 3000);
                 on = classic(score, on);
                 rounds += 1;
