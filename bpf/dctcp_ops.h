@@ -103,12 +103,9 @@ u32 DCTCP_BPF_PROG(DCTCP_PROG(ssthresh), struct sock *sk)
 
 	__sync_fetch_and_add(&stats.reductions, 1);
 
-	/* Fault injection: what the 6.18 issue stores, for the guard (which
-	 * runs in set_state right after) to repair where anyone can watch. */
-	if (params.inject_ssthresh && dctcp_ca(sk)->injected < params.inject_ssthresh) {
-		dctcp_ca(sk)->injected++;
+	/* The guard, in set_state right after, repairs it where anyone can watch. */
+	if (dctcp_inject_ssthresh(sk, &params))
 		return DCTCP_BOGUS_SSTHRESH;
-	}
 
 	/* Seed 002 (b): a "reduction" that cut nothing keeps the growth
 	 * counter tcp_init_cwnd_reduction() just zeroed, so growth stays linear. */

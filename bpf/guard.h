@@ -119,4 +119,24 @@ static __always_inline void dctcp_core_guard(struct sock *sk, struct dctcp_stats
 	}
 }
 
+/*
+ * Fault injection, so the guard can be watched on any kernel: each flow's
+ * first p->inject_ssthresh reductions return what the 6.18 issue stores.
+ * A test hook, not a feature: fault_injection lives in a read-only section
+ * of its own that the loader sets only when an attach asks for injection,
+ * so for every other instance the verifier sees it false and removes the
+ * hook from the .ssthresh program before it ever runs.
+ */
+const volatile bool fault_injection SEC(".rodata.test_hooks") = false;
+
+static __always_inline bool dctcp_inject_ssthresh(struct sock *sk, const struct dctcp_params *p)
+{
+	struct dctcp_state *ca = dctcp_ca(sk);
+
+	if (!fault_injection || ca->injected >= p->inject_ssthresh)
+		return false;
+	ca->injected++;
+	return true;
+}
+
 #endif /* DCTCP_BPF_GUARD_H */

@@ -610,12 +610,9 @@ void BPF_PROG(prague_cong_control, struct sock *sk, u32 ack, int flag, const str
 SEC("struct_ops")
 u32 BPF_PROG(prague_ssthresh, struct sock *sk)
 {
-	/* Fault injection: what the 6.18 issue stores, for prague_guard to
-	 * repair on the next ACK. */
-	if (params.inject_ssthresh && dctcp_ca(sk)->injected < params.inject_ssthresh) {
-		dctcp_ca(sk)->injected++;
+	/* prague_guard repairs it on the next ACK. */
+	if (dctcp_inject_ssthresh(sk, &params))
 		return DCTCP_BOGUS_SSTHRESH;
-	}
 	return tcp_sk(sk)->snd_ssthresh;
 }
 

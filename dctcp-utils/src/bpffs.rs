@@ -73,6 +73,11 @@ impl InstanceDir {
     pub fn events(&self) -> PathBuf {
         self.path.join("events")
     }
+    /// The programs' read-only test hooks (guard.h's `fault_injection`),
+    /// fixed at attach.
+    pub fn test_hooks(&self) -> PathBuf {
+        self.path.join("test_hooks")
+    }
     pub fn exists(&self) -> bool {
         self.path.is_dir()
     }

@@ -100,7 +100,9 @@ pub enum Command {
         /// (0: off; N: each flow's first N reductions return the impossible
         /// ssthresh of docs/kernels.md's Known issue, to watch the guard
         /// repair it: `loader trace` shows `repair` events, `loader list` the
-        /// counts); guard (1, the default: repair impossible ssthresh and
+        /// counts; a test hook, fixed at attach: an instance attached without
+        /// it carries no injection code and `set` cannot turn it on); guard
+        /// (1, the default: repair impossible ssthresh and
         /// cwnd values and hold their bursts; 0: off, for kernels that never
         /// need it).
         #[arg(long = "param", value_name = "NAME=VALUE")]

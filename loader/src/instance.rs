@@ -232,6 +232,12 @@ macro_rules! load_algorithm {
             .as_deref_mut()
             .context("rodata not mapped")?;
         set_c_name(&mut rodata.fallback_name, fallback);
+        // The injection hook exists only in an instance attached to inject.
+        open.maps
+            .rodata_test_hooks_data
+            .as_deref_mut()
+            .context("test hooks not mapped")?
+            .fault_injection = $params.inject_ssthresh != 0;
         open.maps
             .data_params
             .set_initial_value(&dctcp_utils::bytes::to_bytes($params))?;
@@ -281,6 +287,7 @@ macro_rules! load_algorithm {
         pin_map(&mut skel.maps.data_stats, &dir.stats())?;
         pin_map(&mut skel.maps.data_trace, &dir.trace())?;
         pin_map(&mut skel.maps.events, &dir.events())?;
+        pin_map(&mut skel.maps.rodata_test_hooks, &dir.test_hooks())?;
         ($pin_more)(&mut skel, dir)?;
         Ok::<Verified, anyhow::Error>(verified)
     }};
@@ -758,10 +765,26 @@ pub fn set(name: &str, assignments: &[Assignment]) -> Result<String> {
     let (algo, _) = instance_algo(&dir)?;
     let mut p: dctcp_params = read_value(&dir.params())?;
     params::apply(algo, &mut p, assignments)?;
+    if p.inject_ssthresh != 0 && !fault_injection(&dir)? {
+        dctcp_utils::usage_bail!(
+            "`{name}` was attached without fault injection, so its programs have no injection \
+             hook (the verifier removed it); nothing changed. To watch the guard repair injected \
+             values, detach it and attach again with --param inject_ssthresh=N"
+        );
+    }
     MapHandle::from_pinned_path(dir.params())?
         .update(&KEY0, &dctcp_utils::bytes::to_bytes(&p), MapFlags::ANY)
         .context("writing the parameters")?;
     Ok(params::describe(algo, &p))
+}
+
+/// Whether an instance's programs were loaded with guard.h's injection hook
+/// (one byte, `fault_injection`, in its pinned test-hooks map).
+fn fault_injection(dir: &InstanceDir) -> Result<bool> {
+    let bytes = MapHandle::from_pinned_path(dir.test_hooks())
+        .and_then(|m| m.lookup(&KEY0, MapFlags::ANY))
+        .with_context(|| format!("reading {}", dir.test_hooks().display()))?;
+    Ok(bytes.is_some_and(|b| b.first().is_some_and(|&f| f != 0)))
 }
 
 /// Names (main and fallback) of every attached instance, for `loader flows`.

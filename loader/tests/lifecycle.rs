@@ -122,6 +122,65 @@ fn set_rewrites_parameters_of_a_live_instance() {
     assert_eq!(a.listed()["params"]["shift_g"], 7);
 }
 
+/// The `.ssthresh` program's translated size in bytes for instance `name`:
+/// the one whose maps include the instance's pinned parameters.
+fn ssthresh_prog_bytes(name: &str) -> u64 {
+    let bpftool = |args: &[&str]| -> serde_json::Value {
+        let out = std::process::Command::new("bpftool")
+            .args(args)
+            .output()
+            .expect("bpftool");
+        assert!(out.status.success(), "bpftool {args:?}: {}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let pin = format!("/sys/fs/bpf/dctcp-bpf/{name}/params");
+    let params = bpftool(&["map", "show", "pinned", &pin, "-j"])["id"].clone();
+    let progs = bpftool(&["prog", "show", "name", "dctcp_ssthresh", "-j"]);
+    let progs = progs.as_array().cloned().unwrap_or_else(|| vec![progs]);
+    let ours: Vec<_> = progs
+        .iter()
+        .filter(|p| p["map_ids"].as_array().unwrap().contains(&params))
+        .collect();
+    assert_eq!(ours.len(), 1, "{name}: {progs:#?}");
+    ours[0]["bytes_xlated"].as_u64().unwrap()
+}
+
+/// Fault injection is a test hook fixed at attach: an instance attached
+/// without it has no injection code at all (the verifier removed it, so its
+/// `.ssthresh` is shorter), and `set` refuses to turn it on there (exit 2,
+/// nothing changed) while still taking `inject_ssthresh=0`. An instance
+/// attached to inject takes new counts live.
+#[test]
+fn fault_injection_exists_only_where_an_attach_asked_for_it() {
+    require_root();
+    let plain = Attached::new("t_noinj", &[]);
+    let hooked = Attached::new("t_inj", &["--param", "inject_ssthresh=1"]);
+    let (without, with) = (
+        ssthresh_prog_bytes("t_noinj"),
+        ssthresh_prog_bytes("t_inj"),
+    );
+    assert!(
+        without < with,
+        "ssthresh {without} bytes without the hook, {with} with it"
+    );
+
+    let out = loader(&["set", "t_noinj", "inject_ssthresh=3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("attached without fault injection"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(plain.listed()["params"]
+        .get("inject_ssthresh")
+        .is_none_or(|v| v == 0));
+    loader_ok(&["set", "t_noinj", "inject_ssthresh=0"]);
+
+    let out = loader_ok(&["set", "t_inj", "inject_ssthresh=5"]);
+    assert!(out.contains("inject_ssthresh=5"), "{out}");
+    assert_eq!(hooked.listed()["params"]["inject_ssthresh"], 5);
+}
+
 #[test]
 fn double_attach_says_so_and_changes_nothing() {
     require_root();
