@@ -13,6 +13,7 @@ typedef __u8 u8;
 typedef __u16 u16;
 typedef __u32 u32;
 typedef __u64 u64;
+typedef __s64 s64;
 #endif
 
 #endif /* DCTCP_BPF_INTF_TYPES_H */

@@ -10,8 +10,8 @@ fn main() {
         .skeleton("src/bpf/faults.bpf.c", "faults")
         .bindings(
             "src/bpf/intf.h",
-            "marker_.*|red_profile|class_counts|queue_.*|probe_batches|rx_flow_.*|fault_.*",
-            "MARKER_.*|PROBE_BATCH|FAULT_.*",
+            "marker_.*|red_profile|class_counts|queue_.*|probe_batches|rx_flow_.*|fault_.*|dualpi2_.*",
+            "MARKER_.*|PROBE_BATCH|FAULT_.*|DUALPI2_.*",
         )
         .watch("src/bpf");
 }

@@ -10,7 +10,7 @@ pub fn from_bytes<T: Copy + Default>(bytes: &[u8]) -> Option<T> {
 }
 
 /// The field-wise sum of a per-CPU map value's copies, for a struct of u64
-/// counters only (nested structs of them included): the value the CPUs'
+/// (or s64) counters only (nested structs of them included): the value the CPUs'
 /// counts add up to. None if a copy is shorter than `T`.
 pub fn sum_per_cpu<T: Copy + Default>(per_cpu: &[Vec<u8>]) -> Option<T> {
     let size = std::mem::size_of::<T>();
@@ -21,7 +21,8 @@ pub fn sum_per_cpu<T: Copy + Default>(per_cpu: &[Vec<u8>]) -> Option<T> {
             return None;
         }
         for (s, b) in sum.iter_mut().zip(cpu.chunks_exact(8)) {
-            *s += u64::from_ne_bytes(b.try_into().expect("8 bytes"));
+            // Wrapping: a signed counter (an s64 sum) adds the same way.
+            *s = s.wrapping_add(u64::from_ne_bytes(b.try_into().expect("8 bytes")));
         }
     }
     let bytes: Vec<u8> = sum.iter().flat_map(|v| v.to_ne_bytes()).collect();

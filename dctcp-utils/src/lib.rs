@@ -11,6 +11,7 @@ pub mod bpffs;
 pub mod build;
 pub mod bytes;
 pub mod clock;
+pub mod duration;
 pub mod error;
 pub mod generated;
 pub mod preflight;

@@ -39,6 +39,14 @@ struct Cli {
     /// at higher rates.
     #[arg(long, global = true, value_name = "LIST", value_parser = netns_lab::net::cpus::parse_cpus)]
     cpus: Option<netns_lab::net::cpus::CpuList>,
+    /// The ECN feedback the lab's hosts negotiate: classic (RFC 3168,
+    /// net.ipv4.tcp_ecn = 1) or accecn (Accurate ECN, tcp_ecn = 3: a count
+    /// of CE marks on every ACK instead of one flag, where both ends have
+    /// it). AccECN needs a kernel that negotiates it (Debian's 7.3 does;
+    /// 6.18 as built on this project's hosts does not, and the lab says so
+    /// before building anything). Each run's outcome records which.
+    #[arg(long, global = true, value_enum, default_value_t = netns_lab::net::ecn::EcnFeedback::Classic)]
+    ecn: netns_lab::net::ecn::EcnFeedback,
     #[command(subcommand)]
     command: Command,
 }
@@ -77,6 +85,8 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
         cpus.pin_self()
             .map_err(|e| dctcp_utils::error::UsageError(format!("{e:#}")))?;
     }
+    netns_lab::net::ecn::select(cli.ecn)
+        .map_err(|e| dctcp_utils::error::UsageError(format!("{e:#}")))?;
     match cli.command {
         Command::Experiment(e) => e.launch(htb, &stop),
         Command::Bench(args) => netns_lab::experiments::bench::command(&args, &stop),

@@ -3,8 +3,6 @@
 //! arrival i finds about i packets queued, and the probe reports, for every
 //! arrival, the queue it found and what the marker did.
 
-use std::net::UdpSocket;
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use netns_lab::net::topology::{Star, StarSpec, RECEIVER_ADDR};
@@ -16,7 +14,7 @@ use tc_qdisc::{Backend, Bottleneck, BpfSwitch};
 
 mod common;
 
-use common::kernel;
+use common::{kernel, udp_with_tos};
 
 const BURST: usize = 60;
 const BUFFER: u32 = 50;
@@ -56,24 +54,6 @@ fn switch_probing(backend: Backend, departures: bool, sample: u32) -> (Star, Bpf
     )
     .unwrap();
     (star, sw)
-}
-
-/// A UDP socket whose datagrams leave with `tos` (the ECN field here).
-fn udp_with_tos(tos: u8) -> UdpSocket {
-    let s = UdpSocket::bind("0.0.0.0:0").unwrap();
-    let tos = libc::c_int::from(tos);
-    // SAFETY: setting IP_TOS on our own socket.
-    let rc = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_TOS,
-            (&tos as *const libc::c_int).cast(),
-            4,
-        )
-    };
-    assert_eq!(rc, 0);
-    s
 }
 
 /// Sends `BURST` UDP datagrams of 1000 bytes with the given ECN field from

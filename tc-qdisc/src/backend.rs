@@ -5,8 +5,8 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::intf::{
-    marker_config, marker_mode_MARKER_DUAL, marker_mode_MARKER_PROBE, marker_mode_MARKER_RED,
-    marker_mode_MARKER_STEP, red_profile, MARKER_PROB_ONE,
+    marker_config, marker_mode_MARKER_DUAL, marker_mode_MARKER_DUALPI2, marker_mode_MARKER_PROBE,
+    marker_mode_MARKER_RED, marker_mode_MARKER_STEP, red_profile, MARKER_PROB_ONE,
 };
 
 /// Bytes one MTU-sized packet occupies in the queue (1500 + Ethernet).
@@ -34,6 +34,10 @@ pub enum Backend {
         ect: RedProfile,
         not_ect: RedProfile,
     },
+    /// RFC 9332's DualPI2 in BPF: two htb leaves (L and C) under the link,
+    /// the marker classifying into them and marking or dropping by the
+    /// coupled PI2 probability (src/dualpi2.rs).
+    BpfDualpi2(crate::dualpi2::Dualpi2),
     /// The kernel's sch_red with `ecn`, thresholds in packets.
     /// [`Backend::red_step`] makes it Mininet's DCTCP switch.
     Red {
@@ -54,16 +58,18 @@ pub enum Marking {
     Droptail,
     BpfStep,
     BpfRed,
+    BpfDualpi2,
     Red,
     #[serde(rename = "fq_codel")]
     FqCodel,
 }
 
 impl Marking {
-    pub const ALL: [Marking; 5] = [
+    pub const ALL: [Marking; 6] = [
         Marking::Droptail,
         Marking::BpfStep,
         Marking::BpfRed,
+        Marking::BpfDualpi2,
         Marking::Red,
         Marking::FqCodel,
     ];
@@ -73,6 +79,7 @@ impl Marking {
             Marking::Droptail => "droptail",
             Marking::BpfStep => "bpf-step",
             Marking::BpfRed => "bpf-red",
+            Marking::BpfDualpi2 => "bpf-dualpi2",
             Marking::Red => "red",
             Marking::FqCodel => "fq_codel",
         }
@@ -86,6 +93,8 @@ impl Marking {
     /// The backend marking at K packets on a link of `rate_bps`: a step at
     /// K (BPF, or sch_red as Mininet's DCTCP switch), RED from K to 3K, or
     /// fq_codel's ce_threshold at the time K packets take at the rate.
+    /// DualPI2 takes its own defaults (a 1 ms step, a 15 ms target): K does
+    /// not set it.
     pub fn at(self, k: u32, rate_bps: u64) -> Backend {
         match self {
             Marking::Droptail => Backend::Droptail,
@@ -97,6 +106,7 @@ impl Marking {
                 wlog: 9,
             },
             Marking::Red => Backend::red_step(k),
+            Marking::BpfDualpi2 => Backend::BpfDualpi2(Default::default()),
             Marking::FqCodel => Backend::FqCodel {
                 ce_threshold_us: ((u64::from(k) * u64::from(PKT_BYTES) * 8 * 1_000_000)
                     / rate_bps.max(1))
@@ -133,6 +143,7 @@ impl Backend {
             Backend::BpfStep { .. } => "bpf-step",
             Backend::BpfRed { .. } => "bpf-red",
             Backend::BpfDual { .. } => "bpf-dual",
+            Backend::BpfDualpi2(_) => "bpf-dualpi2",
             Backend::Red { .. } => "red",
             Backend::FqCodel { .. } => "fq_codel",
         }
@@ -161,7 +172,10 @@ impl Backend {
     pub fn runs_on(&self, kernel: (u32, u32)) -> Result<()> {
         let bpf = matches!(
             self,
-            Backend::BpfStep { .. } | Backend::BpfRed { .. } | Backend::BpfDual { .. }
+            Backend::BpfStep { .. }
+                | Backend::BpfRed { .. }
+                | Backend::BpfDual { .. }
+                | Backend::BpfDualpi2(_)
         );
         let need = crate::marker::MARKER_KERNEL;
         anyhow::ensure!(
@@ -228,6 +242,7 @@ impl Backend {
                 ect.validate("ECT profile", buffer_pkts)?;
                 not_ect.validate("Not-ECT profile", buffer_pkts)?;
             }
+            Backend::BpfDualpi2(ref d) => d.validate()?,
             Backend::FqCodel { ce_threshold_us } => {
                 anyhow::ensure!(
                     ce_threshold_us >= 1,
@@ -245,7 +260,8 @@ impl Backend {
             Backend::Droptail
             | Backend::BpfStep { .. }
             | Backend::BpfRed { .. }
-            | Backend::BpfDual { .. } => s(&["pfifo", "limit", &buffer_pkts.to_string()]),
+            | Backend::BpfDual { .. }
+            | Backend::BpfDualpi2(_) => s(&["pfifo", "limit", &buffer_pkts.to_string()]),
             Backend::Red {
                 min,
                 max,
@@ -332,6 +348,10 @@ impl Backend {
                 c.not_ect = not_ect.to_bpf();
                 c.idle_pkt_ns =
                     (f64::from(PKT_BYTES) * 8e9 / rate_bps.max(1) as f64).round() as u32;
+            }
+            Backend::BpfDualpi2(ref d) => {
+                c.mode = marker_mode_MARKER_DUALPI2;
+                c.dualpi2 = d.to_bpf(rate_bps);
             }
             _ => {}
         }

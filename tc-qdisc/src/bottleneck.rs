@@ -5,6 +5,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, PKT_BYTES};
+use crate::dualpi2::{C_CLASSID, L_CLASSID};
 use crate::tc::tc;
 
 /// Rates the lab accepts: below 1 Mbit/s the htb quantum is less than a
@@ -74,6 +75,9 @@ impl Bottleneck {
                 "ceil", &rate, "burst", &burst, "cburst", &burst,
             ],
         )?;
+        if let Backend::BpfDualpi2(d) = &self.backend {
+            return self.install_dual_queue(ns, dev, d.classic_protection);
+        }
         let child = self.backend.child_qdisc(self.buffer_pkts, self.rate_bps);
         let mut args = vec!["qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:"];
         args.extend(child.iter().map(String::as_str));
@@ -84,6 +88,44 @@ impl Bottleneck {
             )),
             None => e,
         })?;
+        Ok(())
+    }
+}
+
+impl Bottleneck {
+    /// DualPI2's two queues under the link's class 1:1: the L leaf (1:10,
+    /// priority 0, `100 - classic_protection` % of the link guaranteed) and
+    /// the C leaf (1:20, priority 1, `classic_protection` %), each able to
+    /// borrow the whole link: L goes first, C keeps its share when both
+    /// wait (sch_dualpi2's weighted round robin, by htb). Each leaf's pfifo
+    /// takes the whole buffer: the marker holds the limit over both.
+    fn install_dual_queue(&self, ns: &str, dev: &str, classic_pct: u32) -> Result<()> {
+        let burst = self.burst_bytes().to_string();
+        let ceil = format!("{}bit", self.rate_bps);
+        let c_rate = (self.rate_bps * u64::from(classic_pct) / 100).max(8);
+        let l_rate = self.rate_bps.saturating_sub(c_rate).max(8);
+        let limit = self.buffer_pkts.to_string();
+        for (classid, handle, rate, prio) in [
+            (L_CLASSID, "110:", l_rate, "0"),
+            (C_CLASSID, "120:", c_rate, "1"),
+        ] {
+            let class = format!("1:{:x}", classid & 0xffff);
+            let rate = format!("{rate}bit");
+            tc(
+                ns,
+                &[
+                    "class", "add", "dev", dev, "parent", "1:1", "classid", &class, "htb", "rate",
+                    &rate, "ceil", &ceil, "burst", &burst, "cburst", &burst, "prio", prio,
+                ],
+            )?;
+            tc(
+                ns,
+                &[
+                    "qdisc", "add", "dev", dev, "parent", &class, "handle", handle, "pfifo",
+                    "limit", &limit,
+                ],
+            )?;
+        }
         Ok(())
     }
 }

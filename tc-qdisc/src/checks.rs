@@ -63,7 +63,7 @@ pub fn kernel_checks() -> Vec<Check> {
         check(
             "BPF markers (tcx, bpf_cast_to_kern_ctx)",
             version >= crate::marker::MARKER_KERNEL && switch_loads,
-            "bpf-step, bpf-red, bpf-dual; the queue probe on tcx egress",
+            "bpf-step, bpf-red, bpf-dual, bpf-dualpi2; the queue probe on tcx egress",
             "need Linux 6.6+: the kernel's red (a step at K) and fq_codel mark instead, and the \
              queue probe runs on tracepoint net_dev_queue",
         ),

@@ -6,6 +6,7 @@
 pub mod backend;
 pub mod bottleneck;
 pub mod checks;
+pub mod dualpi2;
 pub mod faults;
 pub mod hook;
 pub mod hysteresis;

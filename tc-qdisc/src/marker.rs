@@ -18,7 +18,9 @@ use dctcp_utils::ring::RingDrainer;
 
 use crate::hook::{self, Attached, Position};
 use crate::intf::{
-    from_bytes, marker_config, marker_mode_MARKER_PROBE, marker_stats, probe_batches,
+    dualpi2_decision, dualpi2_queue_stats, dualpi2_update, from_bytes, marker_config,
+    marker_mode_MARKER_DUALPI2, marker_mode_MARKER_PROBE, marker_stats, probe_batches, DUALPI2_C,
+    DUALPI2_L,
     queue_action_QA_DROP, queue_action_QA_TAILDROP, queue_departure, queue_sample, rx_flow_key,
     rx_flow_stats,
 };
@@ -142,7 +144,27 @@ pub struct BpfSwitch {
     /// The departure probe, to ask the kernel how many of its runs it
     /// skipped (the link holds the program; this fd only asks).
     dequeue_prog: Option<OwnedFd>,
+    dualpi2: Option<Dualpi2Maps>,
     _pins: Option<LivePins>,
+}
+
+/// What a DualPI2 switch adds: its per-queue counters and, when its config
+/// asks to trace, every decision and controller update.
+struct Dualpi2Maps {
+    /// Held open for the controller's timer: the kernel cancels a map's
+    /// timers once user space holds no reference to it.
+    _state: MapHandle,
+    stats: MapHandle,
+    decisions: Option<RingDrainer<dualpi2_decision>>,
+    updates: Option<RingDrainer<dualpi2_update>>,
+}
+
+/// Every DualPI2 decision and controller update a traced run made, each in
+/// time order.
+#[derive(Default)]
+pub struct Dualpi2Trace {
+    pub decisions: Vec<dualpi2_decision>,
+    pub updates: Vec<dualpi2_update>,
 }
 
 /// The oldest kernel the lab runs on (the oldest tested: Debian 12's).
@@ -329,7 +351,7 @@ impl BpfSwitch {
         if !tcx {
             anyhow::ensure!(
                 cfg.mode == marker_mode_MARKER_PROBE,
-                "the BPF markers (bpf-step, bpf-red, bpf-dual) need tcx, Linux {}.{}: on this \
+                "the BPF markers (bpf-step, bpf-red, bpf-dual, bpf-dualpi2) need tcx, Linux {}.{}: on this \
                  kernel a kernel qdisc marks (red, fq_codel)",
                 MARKER_KERNEL.0,
                 MARKER_KERNEL.1
@@ -360,10 +382,12 @@ impl BpfSwitch {
             probe,
             hook::attach(&skel.progs.receiver_ingress, rx_ns, rx_if, Position::Last)?,
         ];
+        // DualPI2's controller reads each queue's sojourn at its departures.
+        let dualpi2 = cfg.mode == marker_mode_MARKER_DUALPI2;
         let dequeue_prog = departures
             .then(|| skel.progs.bottleneck_dequeue.as_fd().try_clone_to_owned())
             .transpose()?;
-        if departures {
+        if departures || dualpi2 {
             links.push(Attached::Link(
                 skel.progs
                     .bottleneck_dequeue
@@ -372,15 +396,29 @@ impl BpfSwitch {
             ));
         }
         let pins = match pin_dir {
-            Some(dir) => Some(LivePins::create(
-                dir,
-                &mut [
+            Some(dir) => {
+                let mut maps = vec![
                     ("queue_now", &mut skel.maps.queue_now),
                     ("marker_stats", &mut skel.maps.stats),
-                ],
-            )?),
+                ];
+                if dualpi2 {
+                    maps.push(("dualpi2_stats", &mut skel.maps.dualpi2_stats));
+                }
+                Some(LivePins::create(dir, &mut maps)?)
+            }
             None => None,
         };
+        let dualpi2 = dualpi2
+            .then(|| -> Result<Dualpi2Maps> {
+                let traced = cfg.dualpi2.trace != 0;
+                Ok(Dualpi2Maps {
+                    _state: MapHandle::try_from(&skel.maps.dualpi2)?,
+                    stats: MapHandle::try_from(&skel.maps.dualpi2_stats)?,
+                    decisions: traced.then(|| drain(&skel.maps.decisions)).transpose()?,
+                    updates: traced.then(|| drain(&skel.maps.updates)).transpose()?,
+                })
+            })
+            .transpose()?;
         let stats = MapHandle::try_from(&skel.maps.stats)?;
         let rx_flows = MapHandle::try_from(&skel.maps.rx_flows)?;
         let batches = MapHandle::try_from(&skel.maps.batches)?;
@@ -399,7 +437,40 @@ impl BpfSwitch {
             reader,
             departures,
             dequeue_prog,
+            dualpi2,
         })
+    }
+
+    /// DualPI2's counters of the L and C queues, each summed over CPUs;
+    /// None for another backend.
+    pub fn dualpi2_stats(&self) -> Result<Option<[dualpi2_queue_stats; 2]>> {
+        let Some(d) = &self.dualpi2 else {
+            return Ok(None);
+        };
+        let queue = |key: u32| -> Result<dualpi2_queue_stats> {
+            let per_cpu = d
+                .stats
+                .lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)?
+                .context("dualpi2_stats: empty map")?;
+            dctcp_utils::bytes::sum_per_cpu(&per_cpu)
+                .context("dualpi2_stats: a value shorter than the struct")
+        };
+        Ok(Some([queue(DUALPI2_L)?, queue(DUALPI2_C)?]))
+    }
+
+    /// Stops DualPI2's tracing and returns what it recorded (empty when the
+    /// config did not ask to trace).
+    pub fn take_dualpi2_trace(&mut self) -> Result<Dualpi2Trace> {
+        let Some(d) = self.dualpi2.as_mut() else {
+            return Ok(Dualpi2Trace::default());
+        };
+        let mut t = Dualpi2Trace {
+            decisions: d.decisions.take().map(|r| r.finish()).transpose()?.unwrap_or_default(),
+            updates: d.updates.take().map(|r| r.finish()).transpose()?.unwrap_or_default(),
+        };
+        t.decisions.sort_by_key(|x| x.ts_ns);
+        t.updates.sort_by_key(|x| x.ts_ns);
+        Ok(t)
     }
 
     /// Marker counters, summed over CPUs.

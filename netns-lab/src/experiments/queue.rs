@@ -53,8 +53,10 @@ pub struct QueueArgs {
     /// bpf_dctcp or bpf_prague (TCP Prague, Linux 6.10+, its ECT(1)
     /// program on every sender), attached for the run, with parameters
     /// after `+` if need be (`bpf_prague+rtt_scaling=0:bpf-step`), or any
-    /// kernel one (dctcp, cubic, reno). Backends: droptail, bpf-step, bpf-red (this kernel), red,
-    /// fq_codel (kernels with those qdiscs, e.g. `just vm-test`).
+    /// kernel one (dctcp, cubic, reno). Backends: droptail, bpf-step,
+    /// bpf-red, bpf-dualpi2 (RFC 9332's coupled dual queue with its
+    /// defaults, K unused; these on tcx, Linux 6.6+), red, fq_codel
+    /// (kernels with those qdiscs, e.g. `just vm-test`).
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_VARIANTS)]
     pub variants: Vec<String>,
     #[command(flatten)]
@@ -551,8 +553,13 @@ fn host_note(outcomes: &[Outcome]) -> String {
         Some(false) => "off (htb arms a timer for every packet it holds back)",
         None => "unknown",
     };
+    let ecn = match outcomes.first().map(|o| o.ecn_feedback) {
+        Some(crate::net::ecn::EcnFeedback::Accecn) => "AccECN (tcp_ecn = 3, `lab --ecn accecn`)",
+        _ => "classic RFC 3168 (tcp_ecn = 1)",
+    };
     let mut s = format!(
-        "Host softirq: the share of all CPUs in irq and softirq during the measured window. htb hysteresis: {htb}."
+        "Host softirq: the share of all CPUs in irq and softirq during the measured window. htb hysteresis: {htb}. \
+         ECN feedback the hosts asked for: {ecn}."
     );
     if let Some(o) = outcomes.iter().find(|o| o.softirq_share > 0.5) {
         let _ = write!(

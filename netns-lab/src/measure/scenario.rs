@@ -164,6 +164,8 @@ pub struct Outcome {
     pub rtt: RttMeasured,
     /// htb's hysteresis mode during the run (on unless `lab --no-htb-hysteresis`).
     pub htb_hysteresis: Option<bool>,
+    /// The ECN feedback the hosts negotiated (`lab --ecn`).
+    pub ecn_feedback: crate::net::ecn::EcnFeedback,
     /// The receivers' window cap, bytes, if the scenario set one.
     pub rwnd_clamp_bytes: Option<u32>,
     /// What the faults did, if the scenario had any.
@@ -473,6 +475,7 @@ pub fn run(
         softirq_share,
         steal_share,
         htb_hysteresis: tc_qdisc::hysteresis::current(),
+        ecn_feedback: crate::net::ecn::selected(),
         rwnd_clamp_bytes: scn.rwnd_clamp_bytes,
         faults,
         rtt,

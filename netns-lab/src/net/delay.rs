@@ -26,38 +26,10 @@ use crate::net::delayline::{Report, Route};
 use crate::net::netns::Netns;
 
 /// Longest round trip the lab emulates.
-pub const MAX_RTT: Duration = Duration::from_secs(1);
+pub use dctcp_utils::duration::MAX as MAX_RTT;
 
 /// Parses a duration with its unit: `100us`, `8ms`, `2.5ms`, `1s`, `500ns`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| c.is_ascii_alphabetic() || c == 'µ')
-        .ok_or_else(|| format!("`{s}` has no unit: write e.g. 500us, 8ms, 25ms"))?;
-    let (num, unit) = t.split_at(split);
-    let scale = match unit {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "s" => 1.0,
-        _ => return Err(format!("`{s}`: unit `{unit}` is not ns, us, ms or s")),
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration (e.g. 500us, 8ms, 25ms)"))?;
-    if !v.is_finite() || v <= 0.0 {
-        return Err(format!("`{s}` must be positive"));
-    }
-    let d = Duration::from_secs_f64(v * scale);
-    if d > MAX_RTT {
-        return Err(format!("`{s}` is above the lab's limit of 1s"));
-    }
-    if d < Duration::from_micros(1) {
-        return Err(format!("`{s}` is below the lab's resolution of 1us"));
-    }
-    Ok(d)
-}
+pub use dctcp_utils::duration::parse as parse_duration;
 
 /// `500 us`, `8 ms`, `1.5 ms`.
 pub fn fmt_duration(d: Duration) -> String {

@@ -7,6 +7,7 @@ pub mod cpus;
 pub mod delay;
 pub mod delayline;
 pub mod doctor;
+pub mod ecn;
 pub mod link_faults;
 pub mod netns;
 pub mod prefix;

@@ -482,7 +482,7 @@ impl Star {
         Ok(())
     }
 
-    /// Classic ECN on every host, for every algorithm that does not ask for
+    /// ECN on every host (classic, or AccECN with `lab --ecn accecn`), for every algorithm that does not ask for
     /// it itself (TCP on a marking backend reacts to marks as RFC 3168
     /// says), and kept after a lost SYN: by default the kernel retries a
     /// SYN without asking for ECN (tcp_ecn_fallback, for middleboxes that
@@ -490,7 +490,7 @@ impl Star {
     /// hold it at 120 packets) the flow that then sends without ECT loses
     /// all it sends to the marker, for the whole run.
     pub fn ecn_everywhere(&self) -> Result<()> {
-        self.sysctl_hosts("net.ipv4.tcp_ecn", "1")?;
+        self.sysctl_hosts("net.ipv4.tcp_ecn", super::ecn::selected().sysctl_value())?;
         self.sysctl_hosts("net.ipv4.tcp_ecn_fallback", "0")
     }
 }

@@ -298,3 +298,22 @@ pub fn kernel() -> (u32, u32) {
     let mut next = || it.next().unwrap().parse().unwrap();
     (next(), next())
 }
+
+/// A UDP socket whose datagrams leave with `tos` (the ECN field here).
+pub fn udp_with_tos(tos: u8) -> std::net::UdpSocket {
+    use std::os::fd::AsRawFd;
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    let tos = libc::c_int::from(tos);
+    // SAFETY: setting IP_TOS on our own socket.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_TOS,
+            (&tos as *const libc::c_int).cast(),
+            4,
+        )
+    };
+    assert_eq!(rc, 0);
+    s
+}

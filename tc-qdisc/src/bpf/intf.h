@@ -20,6 +20,83 @@ enum marker_mode {
 	MARKER_STEP = 1,  /* CE when the backlog is at least K (DCTCP's switch) */
 	MARKER_RED = 2,   /* RED on the average queue, marking instead of dropping */
 	MARKER_DUAL = 3,  /* two RED profiles over the one queue, by ECN capability */
+	MARKER_DUALPI2 = 4, /* RFC 9332's coupled dual queue (dualpi2.h) over two htb leaves */
+};
+
+/*
+ * DualPI2 (RFC 9332), as tc-dualpi2(8) names its parameters; dualpi2.h is
+ * the controller, the coupling and the classifier. Probabilities are
+ * fractions of DUALPI2_PROB_ONE (2^32 - 1, sch_dualpi2's MAX_PROB).
+ */
+#define DUALPI2_PROB_ONE 0xffffffffU
+/* The queues, also the index of their counters. */
+#define DUALPI2_L 0
+#define DUALPI2_C 1
+/* Sojourn histogram: buckets of 2^DUALPI2_HIST_SHIFT ns (32.8 us), the
+ * last one everything from 67 ms up. */
+#define DUALPI2_HIST_SHIFT 15
+#define DUALPI2_HIST_BUCKETS 2048
+
+struct dualpi2_config {
+	u64 target_ns;       /* PI2's target queue delay (15 ms) */
+	u32 tupdate_ns;      /* p' is recomputed this often (16 ms) */
+	u32 alpha;           /* integral gain, per ns of delay error, in 2^-6 units of
+			      * DUALPI2_PROB_ONE (sch_dualpi2's internal scaling) */
+	u32 beta;            /* proportional gain, same units */
+	u32 step_bytes;      /* L: mark when the L backlog is at least this (the step
+			      * threshold's time at the link rate) ... */
+	u32 step_pkts;       /* ... or, when nonzero, this many L packets */
+	u32 min_qlen_step;   /* no step mark while the L queue holds fewer packets */
+	u32 coupling;        /* k: p_L = k p' (2) */
+	u32 drop_overload;   /* 1: with k p' > 1, L packets meet the classic drop */
+	u32 min_backlog;     /* nothing marked or dropped under this backlog (2 MTU) */
+	u32 ns_per_kbyte;    /* the link's time for 1024 bytes: backlog over rate */
+	u32 ecn_mask;        /* L when (ECN & ecn_mask) != 0: 1 ECT(1) and CE, 3 any ECT */
+	u32 l_classid;       /* htb leaves: skb->priority of each queue */
+	u32 c_classid;
+	u32 trace;           /* 1: every decision and update to the `decisions` ring (tests) */
+};
+
+/* One arrival's decision, traced with dualpi2_config.trace. */
+struct dualpi2_decision {
+	u64 ts_ns;
+	u32 prob;            /* p' the decision used */
+	u32 backlog;         /* bytes in both queues before it */
+	u32 l_backlog;       /* bytes in the L queue before it */
+	u32 l_qlen;          /* packets in the L queue before it */
+	u32 roll1;           /* the random draws it used */
+	u32 roll2;
+	u32 roll_l;
+	u8 queue;            /* DUALPI2_L or DUALPI2_C */
+	u8 ecn;              /* ECN field as it arrived */
+	u8 action;           /* enum queue_action */
+	u8 step;             /* 1: the L step marked it */
+};
+
+/* One run of the controller, traced with dualpi2_config.trace. */
+struct dualpi2_update {
+	u64 ts_ns;
+	u64 qdelay_l;        /* sojourn of the L queue's last departure (0: empty) */
+	u64 qdelay_c;
+	u64 last_qdelay;     /* the larger of the two at the previous update */
+	u32 prob_before;
+	u32 prob_after;
+};
+
+/* What one queue saw, per CPU (arrivals at tcx, departures at the dequeue
+ * tracepoint). */
+struct dualpi2_queue_stats {
+	u64 arrivals;
+	u64 bytes;
+	u64 marked;          /* CE by the coupled probability (L) or p'^2 (C) */
+	u64 step_marked;     /* L: CE by the step */
+	u64 dropped;         /* early drops */
+	u64 taildrop;        /* at the limit */
+	u64 departures;
+	u64 sojourn_ns;      /* sum over departures */
+	u64 est_err_abs_ns;  /* sum of |sojourn - backlog over rate at arrival| */
+	s64 est_err_ns;      /* the same, signed: the estimate's bias */
+	u64 hist[DUALPI2_HIST_BUCKETS];
 };
 
 /*
@@ -63,6 +140,7 @@ struct marker_config {
 	 * inode number). */
 	u32 probe_ifindex;
 	u32 probe_netns;
+	struct dualpi2_config dualpi2;
 };
 
 /* What happened to an arriving packet. */

@@ -30,8 +30,11 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_tracing.h>
 
+#include <bpf/bpf_core_read.h>
+
 #include "intf.h"
 #include "pkt.h"
+#include "dualpi2.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -124,6 +127,43 @@ struct {
 	__type(key, struct rx_flow_key);
 	__type(value, struct rx_flow_stats);
 } rx_flows SEC(".maps");
+
+/* DualPI2 over two htb leaves: p', the delays its controller reads, the
+ * controller's timer and the leaves whose queues the decisions read. */
+struct dualpi2_state {
+	struct bpf_timer timer;
+	u64 qdelay[2];    /* sojourn of each queue's last departure; 0 once it empties */
+	u64 last_qdelay;  /* the larger of the two at the last update */
+	u64 root;         /* the htb qdisc whose leaves these are */
+	u64 leaf[2];      /* the L and C leaves' qdiscs */
+	u64 started;      /* the timer was set up */
+	u32 prob;         /* p', 1/DUALPI2_PROB_ONE */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct dualpi2_state);
+} dualpi2 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, u32);
+	__type(value, struct dualpi2_queue_stats);
+} dualpi2_stats SEC(".maps");
+
+/* Every decision and every controller update, with dualpi2_config.trace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 24);
+} decisions SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 16);
+} updates SEC(".maps");
 
 /* Record i of a batch of `size` bytes at `recs` is written: returns the
  * batch's next free slot, handing the ring the whole batch when it is full
@@ -271,6 +311,234 @@ static __always_inline bool dual_decide(u32 qlen, u32 backlog, bool ect)
 	return ect ? hit_ect : hit_not_ect;
 }
 
+/* The enqueue time a DualPI2 packet carries to the dequeue tracepoint in
+ * skb->mark (ns >> 10: wraps after 73 minutes), and its sojourn estimate
+ * in the qdisc's control block (cb[0], qdisc_skb_cb's data, which htb and
+ * pfifo leave alone; units of 2^12 ns). Nothing reads either between the
+ * bottleneck and the receiver's namespace, where the crossing clears the
+ * mark. (skb->tc_index does not survive to the dequeue on 6.18.) */
+#define DUALPI2_TS_SHIFT 10
+#define CLOCK_MONOTONIC 1
+#define DUALPI2_EST_SHIFT 12
+
+/* The qdisc of htb class `classid` under htb `root`: htb's class hash,
+ * read as sch_htb's htb_find() does. */
+static __always_inline u64 htb_leaf_qdisc(u64 root, u32 classid)
+{
+	struct htb_sched *sch = (void *)(root + bpf_core_field_offset(struct Qdisc, privdata));
+	struct hlist_head *hash = BPF_CORE_READ(sch, clhash.hash);
+	u32 h = classid, mask = BPF_CORE_READ(sch, clhash.hashmask);
+	struct hlist_node *n = NULL;
+	int i;
+
+	h ^= h >> 8;
+	h ^= h >> 4;
+	bpf_probe_read_kernel(&n, sizeof(n), &hash[h & mask].first);
+	for (i = 0; i < 16 && n; i++) {
+		struct htb_class *cl = (void *)n - bpf_core_field_offset(struct htb_class, common.hnode);
+
+		if (BPF_CORE_READ(cl, common.classid) == classid)
+			return (u64)BPF_CORE_READ(cl, leaf.q);
+		n = BPF_CORE_READ(n, next);
+	}
+	return 0;
+}
+
+/* Packets and bytes in a leaf's queue (0 for a leaf not found). */
+static __always_inline void leaf_queue(u64 leaf, u32 *qlen, u32 *backlog)
+{
+	struct Qdisc *q = (void *)leaf;
+
+	*qlen = 0;
+	*backlog = 0;
+	if (!leaf)
+		return;
+	*qlen = BPF_CORE_READ(q, q.qlen);
+	*backlog = BPF_CORE_READ(q, qstats.backlog);
+}
+
+/* One controller step, every tupdate (the timer re-arms itself). */
+static int dualpi2_tick(void *map, int *key, struct dualpi2_state *st)
+{
+	u64 ql = st->qdelay[DUALPI2_L], qc = st->qdelay[DUALPI2_C];
+	u64 qdelay = ql > qc ? ql : qc;
+	u32 before = st->prob;
+	u32 after = dualpi2_calculate_probability(&cfg.dualpi2, before, qdelay, st->last_qdelay);
+
+	if (cfg.dualpi2.trace) {
+		struct dualpi2_update u = {
+			.ts_ns = bpf_ktime_get_ns(),
+			.qdelay_l = ql,
+			.qdelay_c = qc,
+			.last_qdelay = st->last_qdelay,
+			.prob_before = before,
+			.prob_after = after,
+		};
+
+		bpf_ringbuf_output(&updates, &u, sizeof(u), 0);
+	}
+	st->prob = after;
+	st->last_qdelay = qdelay;
+	bpf_timer_start(&st->timer, cfg.dualpi2.tupdate_ns, 0);
+	return 0;
+}
+
+/*
+ * DualPI2's enqueue on tcx: classify, decide on the state of both leaves,
+ * mark or drop, and steer the packet into its leaf (skb->priority is the
+ * htb class). Marks and drops happen here, at enqueue, where sch_dualpi2
+ * drops at dequeue by default; the L step decides on the packet's own
+ * coming sojourn, estimated as the L backlog over the link rate.
+ */
+static __always_inline u8 dualpi2_enqueue(struct __sk_buff *ctx, struct Qdisc *q,
+					  const struct pkt *p, bool ipv4, u32 backlog)
+{
+	const volatile struct dualpi2_config *c = &cfg.dualpi2;
+	u32 zero = 0, l_qlen, l_backlog, c_backlog, r1 = 0, r2 = 0, rl = 0, key;
+	struct dualpi2_queue_stats *qs;
+	struct dualpi2_state *st;
+	u8 queue, action, step = 0;
+	u64 now, est;
+
+	st = bpf_map_lookup_elem(&dualpi2, &zero);
+	if (!st)
+		return QA_PASS;
+	if (st->root != (u64)q) {
+		st->leaf[DUALPI2_L] = htb_leaf_qdisc((u64)q, c->l_classid);
+		st->leaf[DUALPI2_C] = htb_leaf_qdisc((u64)q, c->c_classid);
+		st->root = (u64)q;
+	}
+	if (!st->started && !__sync_val_compare_and_swap(&st->started, 0, 1)) {
+		bpf_timer_init(&st->timer, &dualpi2, CLOCK_MONOTONIC);
+		bpf_timer_set_callback(&st->timer, dualpi2_tick);
+		bpf_timer_start(&st->timer, c->tupdate_ns, 0);
+	}
+	queue = ipv4 ? dualpi2_classify(c, p->ecn) : DUALPI2_C;
+	leaf_queue(st->leaf[DUALPI2_L], &l_qlen, &l_backlog);
+	/* Only the draws the decision reads (dualpi2_decide): C two, L one,
+	 * and two more in overload; none under the minimum backlog. */
+	if (ipv4 && backlog >= c->min_backlog) {
+		if (queue == DUALPI2_C || (u64)st->prob * c->coupling > DUALPI2_PROB_ONE) {
+			r1 = bpf_get_prandom_u32();
+			r2 = bpf_get_prandom_u32();
+		}
+		if (queue == DUALPI2_L)
+			rl = bpf_get_prandom_u32();
+	}
+	action = ipv4 ? dualpi2_decide(c, queue, p->ecn != 0, st->prob, backlog, l_backlog,
+				       l_qlen, r1, r2, rl, &step) : QA_PASS;
+	now = bpf_ktime_get_ns();
+	if (c->trace) {
+		struct dualpi2_decision d = {
+			.ts_ns = now,
+			.prob = st->prob,
+			.backlog = backlog,
+			.l_backlog = l_backlog,
+			.l_qlen = l_qlen,
+			.roll1 = r1,
+			.roll2 = r2,
+			.roll_l = rl,
+			.queue = queue,
+			.ecn = p->ecn,
+			.action = action,
+			.step = step,
+		};
+
+		bpf_ringbuf_output(&decisions, &d, sizeof(d), 0);
+	}
+	key = queue;
+	qs = bpf_map_lookup_elem(&dualpi2_stats, &key);
+	if (qs) {
+		qs->arrivals++;
+		qs->bytes += ctx->len;
+		qs->marked += action == QA_MARK && !step;
+		qs->step_marked += action == QA_MARK && step;
+		qs->dropped += action == QA_DROP;
+	}
+	if (action == QA_DROP)
+		return action;
+	/* The wait ahead of it if its queue drains at the link rate. */
+	c_backlog = backlog > l_backlog ? backlog - l_backlog : 0;
+	est = (u64)(queue == DUALPI2_L ? l_backlog : c_backlog) * c->ns_per_kbyte >> 10;
+	est >>= DUALPI2_EST_SHIFT;
+	ctx->cb[0] = est > 0xffffffff ? 0xffffffff : est;
+	ctx->mark = (u32)(now >> DUALPI2_TS_SHIFT);
+	ctx->priority = queue == DUALPI2_L ? c->l_classid : c->c_classid;
+	return action;
+}
+
+/* The queue's count of a DualPI2 tail drop (the leaves never drop: the
+ * limit is both queues', held here). */
+static __always_inline void dualpi2_taildrop(u8 ecn, bool ipv4)
+{
+	u32 key = ipv4 ? dualpi2_classify(&cfg.dualpi2, ecn) : DUALPI2_C;
+	struct dualpi2_queue_stats *qs = bpf_map_lookup_elem(&dualpi2_stats, &key);
+
+	if (qs) {
+		qs->arrivals++;
+		qs->taildrop++;
+	}
+}
+
+/* __sk_buff's cb[0] as the kernel keeps it: qdisc_skb_cb's data. */
+static __always_inline u32 cb_word(struct sk_buff *skb)
+{
+	u32 w = 0;
+
+	bpf_probe_read_kernel(&w, sizeof(w),
+			      (void *)skb->cb + bpf_core_field_offset(struct qdisc_skb_cb, data));
+	return w;
+}
+
+/* DualPI2 at the dequeue tracepoint: each packet's sojourn (its enqueue
+ * time in skb->mark) into its queue's histogram, beside the estimate made
+ * at its arrival; the controller's delay of each queue is its last
+ * departure's sojourn, or 0 once the queue is empty. */
+static __always_inline void dualpi2_departed(struct sk_buff *skb, int packets, u64 now)
+{
+	const volatile struct dualpi2_config *c = &cfg.dualpi2;
+	u32 zero = 0, key, qlen, backlog, i;
+	struct dualpi2_queue_stats *qs;
+	struct dualpi2_state *st;
+	u64 last[2] = {}, seen[2] = {};
+
+	st = bpf_map_lookup_elem(&dualpi2, &zero);
+	if (!st)
+		return;
+	for (i = 0; i < 8 && skb && i < packets; i++) {
+		u32 prio = skb->priority;
+		u64 sojourn, est, bucket;
+		s64 err;
+
+		key = prio == c->l_classid ? DUALPI2_L : DUALPI2_C;
+		if (prio == c->l_classid || prio == c->c_classid) {
+			sojourn = (u64)((u32)(now >> DUALPI2_TS_SHIFT) - skb->mark) << DUALPI2_TS_SHIFT;
+			est = (u64)cb_word(skb) << DUALPI2_EST_SHIFT;
+			err = (s64)sojourn - (s64)est;
+			qs = bpf_map_lookup_elem(&dualpi2_stats, &key);
+			if (qs) {
+				bucket = sojourn >> DUALPI2_HIST_SHIFT;
+				if (bucket >= DUALPI2_HIST_BUCKETS)
+					bucket = DUALPI2_HIST_BUCKETS - 1;
+				qs->departures++;
+				qs->sojourn_ns += sojourn;
+				qs->est_err_ns += err;
+				qs->est_err_abs_ns += err < 0 ? -err : err;
+				qs->hist[bucket & (DUALPI2_HIST_BUCKETS - 1)]++;
+			}
+			last[key & 1] = sojourn;
+			seen[key & 1] = 1;
+		}
+		skb = skb->next;
+	}
+	for (i = 0; i < 2; i++) {
+		if (!seen[i])
+			continue;
+		leaf_queue(st->leaf[i], &qlen, &backlog);
+		st->qdelay[i] = qlen ? last[i] : 0;
+	}
+}
+
 /* What every arrival at the bottleneck leaves behind, whichever hook saw it:
  * the qdisc it found (for the departure probe), the queue for live views,
  * the marker's counters and, one arrival in `sample`, the probe's record. */
@@ -361,6 +629,16 @@ int bottleneck_egress(struct __sk_buff *ctx)
 
 	if (cfg.limit_pkts && qlen >= cfg.limit_pkts) {
 		action = QA_TAILDROP;
+		if (cfg.mode == MARKER_DUALPI2) {
+			dualpi2_taildrop(p.ecn, ipv4);
+			verdict = TC_ACT_SHOT;
+		}
+	} else if (cfg.mode == MARKER_DUALPI2) {
+		action = dualpi2_enqueue(ctx, q, &p, ipv4, backlog);
+		if (action == QA_MARK)
+			bpf_skb_ecn_set_ce(ctx);
+		else if (action == QA_DROP)
+			verdict = TC_ACT_SHOT;
 	} else if (cfg.mode == MARKER_STEP) {
 		congested = (cfg.k_pkts && qlen >= cfg.k_pkts) ||
 			    (cfg.k_bytes && backlog >= cfg.k_bytes);
@@ -452,6 +730,8 @@ int BPF_PROG(bottleneck_dequeue, struct Qdisc *q, const struct netdev_queue *txq
 	s = bpf_map_lookup_elem(&stats, &zero);
 	if (s)
 		s->departed += packets;
+	if (cfg.mode == MARKER_DUALPI2)
+		dualpi2_departed(skb, packets, ts);
 	b = bpf_map_lookup_elem(&batches, &zero);
 	if (!b)
 		return 0;

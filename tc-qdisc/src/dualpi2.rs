@@ -1,0 +1,432 @@
+//! DualPI2 (RFC 9332) in BPF: the parameters as tc-dualpi2(8) names them,
+//! their check, the config the switch runs with, and a model of the
+//! controller and the decisions (src/bpf/dualpi2.h) that replays what the
+//! program traced.
+//!
+//! On the bottleneck, htb's class 1:1 (the link) has two leaves: 1:10 the
+//! L queue (priority 0, guaranteed `100 - classic_protection` % of the link)
+//! and 1:20 the C queue (priority 1, guaranteed `classic_protection` %),
+//! each able to borrow the whole link. The marker on tcx egress classifies,
+//! marks or drops, and steers each packet to its leaf; the departure probe
+//! feeds the controller each queue's sojourn.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::backend::PKT_BYTES;
+use crate::intf::{
+    dualpi2_config, dualpi2_decision, dualpi2_update, queue_action_QA_DROP, queue_action_QA_MARK,
+    queue_action_QA_PASS, DUALPI2_C, DUALPI2_L, DUALPI2_PROB_ONE,
+};
+
+/// htb classes of the two queues, as `skb->priority` names them (1:10, 1:20).
+pub const L_CLASSID: u32 = 0x1_0010;
+pub const C_CLASSID: u32 = 0x1_0020;
+/// sch_dualpi2's scaling of alpha and beta (ALPHA_BETA_GRANULARITY).
+const GAIN_SHIFT: u32 = 6;
+
+/// The step threshold: a sojourn, or a count of L packets.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Step {
+    Time(Duration),
+    Packets(u32),
+}
+
+/// Which packets join the L queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EcnMask {
+    /// ECT(1) and CE (the L4S identifier, RFC 9331).
+    L4sEct,
+    /// Any ECT: ECT(0) too (DCTCP-like senders in a data centre).
+    AnyEct,
+}
+
+/// DualPI2's parameters, with tc-dualpi2(8)'s names and defaults; the
+/// queue limit is the bottleneck's buffer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Dualpi2 {
+    pub target: Duration,
+    pub tupdate: Duration,
+    /// Integral gain, Hz.
+    pub alpha: f64,
+    /// Proportional gain, Hz.
+    pub beta: f64,
+    pub step_thresh: Step,
+    pub min_qlen_step: u32,
+    pub coupling_factor: u32,
+    /// In overload (k p' > 1) L packets meet the classic drop (`drop_overload`),
+    /// or are only marked (`overflow`).
+    pub drop_overload: bool,
+    /// The C queue's guaranteed share of the link, percent.
+    pub classic_protection: u32,
+    pub ecn_mask: EcnMask,
+}
+
+impl Default for Dualpi2 {
+    fn default() -> Dualpi2 {
+        Dualpi2 {
+            target: Duration::from_millis(15),
+            tupdate: Duration::from_millis(16),
+            alpha: 0.16,
+            beta: 3.2,
+            step_thresh: Step::Time(Duration::from_millis(1)),
+            min_qlen_step: 0,
+            coupling_factor: 2,
+            drop_overload: true,
+            classic_protection: 10,
+            ecn_mask: EcnMask::L4sEct,
+        }
+    }
+}
+
+/// A gain in Hz as sch_dualpi2 keeps it: tc sends it in 1/256 Hz, the
+/// kernel scales it to probability per ns of delay, in 2^-6 units.
+pub fn scale_gain(hz: f64) -> u32 {
+    let param = (hz * 256.0).round() as u64;
+    (((param * u64::from(DUALPI2_PROB_ONE)) >> (8 - GAIN_SHIFT)) / 1_000_000_000) as u32
+}
+
+impl Dualpi2 {
+    /// Refuses what tc-dualpi2(8) or this backend cannot run, saying the
+    /// range.
+    pub fn validate(&self) -> Result<()> {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        anyhow::ensure!(
+            self.target >= Duration::from_micros(100) && self.target <= Duration::from_secs(1),
+            "bpf-dualpi2: target {} ms must be 0.1 ms to 1 s",
+            ms(self.target)
+        );
+        anyhow::ensure!(
+            self.tupdate >= Duration::from_millis(1) && self.tupdate <= Duration::from_secs(1),
+            "bpf-dualpi2: tupdate {} ms must be 1 ms to 1 s",
+            ms(self.tupdate)
+        );
+        for (name, hz) in [("alpha", self.alpha), ("beta", self.beta)] {
+            anyhow::ensure!(
+                hz.is_finite() && (1.0 / 256.0..=8_388_607.0 / 256.0).contains(&hz),
+                "bpf-dualpi2: {name} {hz} Hz must be 1/256 to 32767.99 Hz (tc-dualpi2's range)"
+            );
+        }
+        match self.step_thresh {
+            Step::Time(t) => anyhow::ensure!(
+                t >= Duration::from_micros(1) && t <= Duration::from_secs(1),
+                "bpf-dualpi2: step_thresh {} ms must be 1 us to 1 s",
+                ms(t)
+            ),
+            Step::Packets(p) => anyhow::ensure!(
+                p >= 1,
+                "bpf-dualpi2: step_thresh in packets must be at least 1"
+            ),
+        }
+        anyhow::ensure!(
+            (1..=255).contains(&self.coupling_factor),
+            "bpf-dualpi2: coupling_factor {} must be 1..=255",
+            self.coupling_factor
+        );
+        // htb needs a rate for each leaf: neither queue may go without.
+        anyhow::ensure!(
+            (1..=99).contains(&self.classic_protection),
+            "bpf-dualpi2: classic_protection {} % must be 1..=99 (each htb leaf needs a rate of \
+             its own)",
+            self.classic_protection
+        );
+        Ok(())
+    }
+
+    /// The program's config at a link of `rate_bps`.
+    pub fn to_bpf(&self, rate_bps: u64) -> dualpi2_config {
+        let (step_bytes, step_pkts) = match self.step_thresh {
+            Step::Time(t) => (
+                (t.as_nanos() as f64 * rate_bps as f64 / 8e9).round() as u32,
+                0,
+            ),
+            Step::Packets(p) => (0, p),
+        };
+        dualpi2_config {
+            target_ns: self.target.as_nanos() as u64,
+            tupdate_ns: self.tupdate.as_nanos() as u32,
+            alpha: scale_gain(self.alpha),
+            beta: scale_gain(self.beta),
+            step_bytes,
+            step_pkts,
+            min_qlen_step: self.min_qlen_step,
+            coupling: self.coupling_factor,
+            drop_overload: self.drop_overload.into(),
+            min_backlog: 2 * PKT_BYTES,
+            ns_per_kbyte: (1024.0 * 8e9 / rate_bps.max(1) as f64).round() as u32,
+            ecn_mask: match self.ecn_mask {
+                EcnMask::L4sEct => 1,
+                EcnMask::AnyEct => 3,
+            },
+            l_classid: L_CLASSID,
+            c_classid: C_CLASSID,
+            trace: 0,
+        }
+    }
+
+    /// Parses `name=value` pairs (tc-dualpi2(8)'s names) over the defaults:
+    /// target=15ms, tupdate=16ms, alpha=0.16, beta=3.2, step_thresh=1ms (or
+    /// 30p: packets), min_qlen_step=0, coupling_factor=2,
+    /// drop_overload=1 (0: overflow), classic_protection=10,
+    /// ecn_mask=l4s_ect (or any_ect).
+    pub fn parse(spec: &str) -> Result<Dualpi2> {
+        let mut d = Dualpi2::default();
+        for kv in spec.split(',').filter(|s| !s.is_empty()) {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| anyhow::anyhow!("bpf-dualpi2: `{kv}` is not name=value"))?;
+            let bad = |what: &str| anyhow::anyhow!("bpf-dualpi2: {k}={v}: {what}");
+            let time = || dctcp_utils::duration::parse(v).map_err(|e| bad(&e));
+            let num = || v.parse::<f64>().map_err(|_| bad("not a number"));
+            let int = || v.parse::<u32>().map_err(|_| bad("not a whole number"));
+            match k {
+                "target" => d.target = time()?,
+                "tupdate" => d.tupdate = time()?,
+                "alpha" => d.alpha = num()?,
+                "beta" => d.beta = num()?,
+                "step_thresh" => {
+                    d.step_thresh = match v.strip_suffix('p') {
+                        Some(p) => Step::Packets(p.parse().map_err(|_| bad("not a count"))?),
+                        None => Step::Time(time()?),
+                    }
+                }
+                "min_qlen_step" => d.min_qlen_step = int()?,
+                "coupling_factor" => d.coupling_factor = int()?,
+                "drop_overload" => d.drop_overload = int()? != 0,
+                "classic_protection" => d.classic_protection = int()?,
+                "ecn_mask" => {
+                    d.ecn_mask = match v {
+                        "l4s_ect" => EcnMask::L4sEct,
+                        "any_ect" => EcnMask::AnyEct,
+                        _ => return Err(bad("use l4s_ect or any_ect")),
+                    }
+                }
+                _ => anyhow::bail!(
+                    "bpf-dualpi2: unknown parameter `{k}`: use target, tupdate, alpha, beta, \
+                     step_thresh, min_qlen_step, coupling_factor, drop_overload, \
+                     classic_protection, ecn_mask"
+                ),
+            }
+        }
+        d.validate()?;
+        Ok(d)
+    }
+}
+
+/// dualpi2.h's controller step: p' after one update from `prob`.
+pub fn calculate_probability(c: &dualpi2_config, prob: u32, qdelay: u64, last_qdelay: u64) -> u32 {
+    let delta = (qdelay as i64 - c.target_ns as i64) * i64::from(c.alpha)
+        + (qdelay as i64 - last_qdelay as i64) * i64::from(c.beta);
+    let new_prob = if delta > 0 {
+        let p = ((delta as u64 >> GAIN_SHIFT).wrapping_add(u64::from(prob))) as u32;
+        if p < prob {
+            DUALPI2_PROB_ONE
+        } else {
+            p
+        }
+    } else {
+        let p = prob.wrapping_sub(((delta.unsigned_abs()) >> GAIN_SHIFT) as u32);
+        if p > prob {
+            0
+        } else {
+            p
+        }
+    };
+    if c.drop_overload == 0 && c.coupling != 0 {
+        new_prob.min(DUALPI2_PROB_ONE / c.coupling)
+    } else {
+        new_prob
+    }
+}
+
+/// dualpi2.h's classifier: the queue an ECN field joins.
+pub fn classify(c: &dualpi2_config, ecn: u8) -> u32 {
+    if u32::from(ecn) & c.ecn_mask != 0 {
+        DUALPI2_L
+    } else {
+        DUALPI2_C
+    }
+}
+
+/// dualpi2.h's decision on one traced arrival: (enum queue_action, step).
+pub fn decide(c: &dualpi2_config, d: &dualpi2_decision) -> (u32, bool) {
+    let roll = |r: u32, p: u64| u64::from(r) <= p;
+    let classic = roll(d.roll1, d.prob.into()) && roll(d.roll2, d.prob.into());
+    let hit = if d.ecn != 0 {
+        queue_action_QA_MARK
+    } else {
+        queue_action_QA_DROP
+    };
+    let l_prob = u64::from(d.prob) * u64::from(c.coupling);
+    if u32::from(d.queue) == DUALPI2_C {
+        let hit_c = d.backlog >= c.min_backlog && classic;
+        return (if hit_c { hit } else { queue_action_QA_PASS }, false);
+    }
+    if d.backlog >= c.min_backlog {
+        if l_prob > u64::from(DUALPI2_PROB_ONE) {
+            let drop = c.drop_overload != 0 && classic;
+            return (if drop { queue_action_QA_DROP } else { hit }, false);
+        }
+        if roll(d.roll_l, l_prob) {
+            return (hit, false);
+        }
+    }
+    let deep = if c.step_pkts != 0 {
+        d.l_qlen >= c.step_pkts
+    } else {
+        d.l_backlog >= c.step_bytes
+    };
+    if deep && d.l_qlen >= c.min_qlen_step {
+        (hit, true)
+    } else {
+        (queue_action_QA_PASS, false)
+    }
+}
+
+/// Replays traced controller updates: the first where the model's p'
+/// differs from the program's, as (index, model's p').
+pub fn first_update_mismatch(
+    c: &dualpi2_config,
+    updates: &[dualpi2_update],
+) -> Option<(usize, u32)> {
+    updates.iter().enumerate().find_map(|(i, u)| {
+        let want =
+            calculate_probability(c, u.prob_before, u.qdelay_l.max(u.qdelay_c), u.last_qdelay);
+        (want != u.prob_after).then_some((i, want))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> dualpi2_config {
+        Dualpi2::default().to_bpf(50_000_000)
+    }
+
+    /// sch_dualpi2's defaults, 41 and 819 in 1/256 Hz, scale to 44 and 879.
+    #[test]
+    fn the_default_gains_scale_as_the_kernel_scales_them() {
+        assert_eq!(scale_gain(0.16), 44);
+        assert_eq!(scale_gain(3.2), 879);
+        let c = cfg();
+        assert_eq!((c.alpha, c.beta), (44, 879));
+        // 1 ms at 50 Mbit/s is 6,250 bytes; 1,024 bytes take 163,840 ns.
+        assert_eq!((c.step_bytes, c.ns_per_kbyte), (6_250, 163_840));
+        assert_eq!((c.target_ns, c.tupdate_ns), (15_000_000, 16_000_000));
+    }
+
+    /// One step by hand: 1 ms over target, steady: 44 * 1e6 >> 6 = 687,500
+    /// (1.6e-4 of 1: alpha times the error in seconds); a 1 ms rise adds
+    /// beta's 879 * 1e6 >> 6.
+    #[test]
+    fn the_controller_moves_by_alpha_and_beta_and_stays_in_range() {
+        let c = cfg();
+        let ms = 1_000_000u64;
+        assert_eq!(calculate_probability(&c, 0, 16 * ms, 16 * ms), 687_500);
+        assert_eq!(
+            calculate_probability(&c, 0, 16 * ms, 15 * ms),
+            (44_000_000 + 879_000_000) >> 6
+        );
+        assert_eq!(calculate_probability(&c, 1000, 14 * ms, 14 * ms), 0);
+        assert_eq!(
+            calculate_probability(&c, DUALPI2_PROB_ONE - 10, 100 * ms, 0),
+            DUALPI2_PROB_ONE
+        );
+        // Without drop_overload p' stops where k p' is 1.
+        let mut c2 = c;
+        c2.drop_overload = 0;
+        assert_eq!(
+            calculate_probability(&c2, DUALPI2_PROB_ONE / 2, 100 * ms, 0),
+            DUALPI2_PROB_ONE / 2
+        );
+    }
+
+    fn arrival(queue: u32, ecn: u8, prob: u32) -> dualpi2_decision {
+        dualpi2_decision {
+            prob,
+            backlog: 10 * PKT_BYTES,
+            queue: queue as u8,
+            ecn,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn classic_packets_are_hit_with_p_squared_and_scalable_with_k_p() {
+        let c = cfg();
+        let half = DUALPI2_PROB_ONE / 2;
+        let mut d = arrival(DUALPI2_C, 2, half);
+        (d.roll1, d.roll2) = (half, half);
+        assert_eq!(decide(&c, &d), (queue_action_QA_MARK, false));
+        d.roll2 = half + 1;
+        assert_eq!(decide(&c, &d), (queue_action_QA_PASS, false));
+        d = arrival(DUALPI2_C, 0, half);
+        assert_eq!(decide(&c, &d), (queue_action_QA_DROP, false));
+        // Under 2 MTU nothing is hit.
+        d.backlog = 2 * PKT_BYTES - 1;
+        assert_eq!(decide(&c, &d), (queue_action_QA_PASS, false));
+        // L: k p' = 2 * 0.3; a draw under it marks, one above passes.
+        let p = (0.3 * f64::from(DUALPI2_PROB_ONE)) as u32;
+        let mut l = arrival(DUALPI2_L, 1, p);
+        l.roll_l = 2 * p;
+        assert_eq!(decide(&c, &l), (queue_action_QA_MARK, false));
+        l.roll_l = 2 * p + 1;
+        assert_eq!(decide(&c, &l), (queue_action_QA_PASS, false));
+        // The step: the L backlog at 1 ms of the link.
+        l.l_backlog = c.step_bytes;
+        assert_eq!(decide(&c, &l), (queue_action_QA_MARK, true));
+        // Overload (k p' > 1): marked, or dropped by the classic rule.
+        let mut o = arrival(DUALPI2_L, 1, (0.6 * f64::from(DUALPI2_PROB_ONE)) as u32);
+        (o.roll1, o.roll2) = (DUALPI2_PROB_ONE, DUALPI2_PROB_ONE);
+        assert_eq!(decide(&c, &o), (queue_action_QA_MARK, false));
+        (o.roll1, o.roll2) = (0, 0);
+        assert_eq!(decide(&c, &o), (queue_action_QA_DROP, false));
+    }
+
+    #[test]
+    fn ect1_and_ce_join_l_by_default_and_any_ect_with_any_ect() {
+        let c = cfg();
+        assert_eq!(
+            [0, 1, 2, 3].map(|e| classify(&c, e)),
+            [DUALPI2_C, DUALPI2_L, DUALPI2_C, DUALPI2_L]
+        );
+        let any = Dualpi2 {
+            ecn_mask: EcnMask::AnyEct,
+            ..Default::default()
+        };
+        let c = any.to_bpf(50_000_000);
+        assert_eq!(
+            [0, 1, 2, 3].map(|e| classify(&c, e)),
+            [DUALPI2_C, DUALPI2_L, DUALPI2_L, DUALPI2_L]
+        );
+    }
+
+    #[test]
+    fn parameters_parse_by_their_tc_names_and_bad_ones_say_why() {
+        let d =
+            Dualpi2::parse("target=5ms,step_thresh=30p,ecn_mask=any_ect,drop_overload=0").unwrap();
+        assert_eq!(d.target, Duration::from_millis(5));
+        assert_eq!(d.step_thresh, Step::Packets(30));
+        assert_eq!(d.ecn_mask, EcnMask::AnyEct);
+        assert!(!d.drop_overload);
+        assert_eq!(Dualpi2::parse("").unwrap(), Dualpi2::default());
+        for (bad, says) in [
+            ("targets=5ms", "unknown parameter"),
+            ("target", "not name=value"),
+            ("alpha=x", "not a number"),
+            ("alpha=0", "1/256"),
+            ("classic_protection=0", "1..=99"),
+            ("coupling_factor=0", "1..=255"),
+            ("tupdate=500us", "1 ms to 1 s"),
+            ("ecn_mask=ect0", "l4s_ect or any_ect"),
+        ] {
+            let e = format!("{:#}", Dualpi2::parse(bad).unwrap_err());
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+}
