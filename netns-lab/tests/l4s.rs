@@ -84,7 +84,10 @@ fn l4s_refuses_bad_input_before_anything_is_built() {
         (&["l4s", "--classic", "bpf_dctcp"], "a kernel algorithm"),
         (&["l4s", "--scalable", "prague"], "prague"),
         (&["l4s", "--scalable", "bpf_prague+nope=1"], "nope"),
-        (&["l4s", "--aqms", "dualpi2"], "dualpi2"),
+        (&["l4s", "--aqms", "pie"], "pie"),
+        (&["l4s", "--dualpi2", "target=50us"], "target"),
+        (&["l4s", "--dualpi2", "classic_protection=0"], "1..=99"),
+        (&["l4s", "--dualpi2", "k=2"], "unknown parameter `k`"),
         (&["l4s", "--duration", "2"], "at least 6 s"),
         (&["l4s", "--duration=-1"], "at least 6 s"),
     ]);

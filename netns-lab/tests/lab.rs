@@ -973,7 +973,13 @@ fn bench_measures_every_section_and_leaves_nothing() {
         s - m < (p - m) / 3.0,
         "isolated: 1 in 16 {s}, marker {m}, every arrival {p}"
     );
-    assert_eq!(r["switch"]["egress"].as_array().unwrap().len(), 5);
+    // bpf-dualpi2 beside the step (issue 55's goal: within 50 ns of it,
+    // judged in the bench's table): more than the empty program does.
+    let d = median("isolated", "bpf-dualpi2, no probe");
+    assert!(d > f, "isolated: floor {f}, bpf-dualpi2 {d}");
+    assert!(median("egress", "bpf-dualpi2, no probe") > 0.0);
+    assert!(table.contains("bpf-dualpi2, ns per packet (isolated)"), "{table}");
+    assert_eq!(r["switch"]["egress"].as_array().unwrap().len(), 6);
     // perf's samples, in situ: the probe taking every arrival costs more
     // than the empty program (2026-11-25: 240 against 64 ns per packet).
     let (f, p) = (median("sampled", floor), median("sampled", probe));

@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 use crate::backend::PKT_BYTES;
 use crate::intf::{
     dualpi2_config, dualpi2_decision, dualpi2_update, queue_action_QA_DROP, queue_action_QA_MARK,
-    queue_action_QA_PASS, DUALPI2_C, DUALPI2_L, DUALPI2_PROB_ONE,
+    dualpi2_queue_stats, queue_action_QA_PASS, DUALPI2_C, DUALPI2_HIST_SHIFT, DUALPI2_L,
+    DUALPI2_PROB_ONE,
 };
 
 /// htb classes of the two queues, as `skb->priority` names them (1:10, 1:20).
@@ -217,6 +218,86 @@ impl Dualpi2 {
     }
 }
 
+/// One queue of DualPI2 over a measured window: what arrived and what
+/// the marker did to it, and the sojourn of what departed (from the
+/// histogram, to its 32.8 us buckets), beside the error of the backlog
+/// over rate the marker estimated it with at the packet's arrival.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct QueueWindow {
+    pub arrivals: u64,
+    pub marked: u64,
+    pub step_marked: u64,
+    pub dropped: u64,
+    pub taildrop: u64,
+    pub departures: u64,
+    pub sojourn_mean_ms: f64,
+    pub sojourn_p50_ms: f64,
+    pub sojourn_p99_ms: f64,
+    pub sojourn_p999_ms: f64,
+    /// Mean |sojourn - estimate|, and mean sojourn - estimate (the bias).
+    pub estimate_error_ms: f64,
+    pub estimate_bias_ms: f64,
+}
+
+/// Both queues over a window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Dualpi2Window {
+    pub l: QueueWindow,
+    pub c: QueueWindow,
+}
+
+impl Dualpi2Window {
+    /// From the counters read at the window's start and at its end.
+    pub fn between(start: &[dualpi2_queue_stats; 2], end: &[dualpi2_queue_stats; 2]) -> Dualpi2Window {
+        let i = |q: u32| q as usize;
+        Dualpi2Window {
+            l: QueueWindow::between(&start[i(DUALPI2_L)], &end[i(DUALPI2_L)]),
+            c: QueueWindow::between(&start[i(DUALPI2_C)], &end[i(DUALPI2_C)]),
+        }
+    }
+}
+
+impl QueueWindow {
+    pub fn between(a: &dualpi2_queue_stats, b: &dualpi2_queue_stats) -> QueueWindow {
+        let hist: Vec<u64> = b.hist.iter().zip(&a.hist).map(|(y, x)| y - x).collect();
+        let departures = b.departures - a.departures;
+        let per = |sum: f64| sum / departures.max(1) as f64 / 1e6;
+        QueueWindow {
+            arrivals: b.arrivals - a.arrivals,
+            marked: b.marked - a.marked,
+            step_marked: b.step_marked - a.step_marked,
+            dropped: b.dropped - a.dropped,
+            taildrop: b.taildrop - a.taildrop,
+            departures,
+            sojourn_mean_ms: per((b.sojourn_ns - a.sojourn_ns) as f64),
+            sojourn_p50_ms: hist_quantile_ms(&hist, 0.5),
+            sojourn_p99_ms: hist_quantile_ms(&hist, 0.99),
+            sojourn_p999_ms: hist_quantile_ms(&hist, 0.999),
+            estimate_error_ms: per((b.est_err_abs_ns - a.est_err_abs_ns) as f64),
+            estimate_bias_ms: per(b.est_err_ns.wrapping_sub(a.est_err_ns) as f64),
+        }
+    }
+}
+
+/// The `q` quantile of a sojourn histogram, ms: the middle of the bucket
+/// it falls in (0 for an empty one).
+pub fn hist_quantile_ms(hist: &[u64], q: f64) -> f64 {
+    let total: u64 = hist.iter().sum();
+    if total == 0 {
+        return 0.0;
+    }
+    let rank = (q * total as f64).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    let bucket = hist
+        .iter()
+        .position(|&n| {
+            seen += n;
+            seen >= rank
+        })
+        .unwrap_or(hist.len() - 1);
+    (bucket as f64 + 0.5) * f64::from(1u32 << DUALPI2_HIST_SHIFT) / 1e6
+}
+
 /// dualpi2.h's controller step: p' after one update from `prob`.
 pub fn calculate_probability(c: &dualpi2_config, prob: u32, qdelay: u64, last_qdelay: u64) -> u32 {
     let delta = (qdelay as i64 - c.target_ns as i64) * i64::from(c.alpha)
@@ -303,6 +384,7 @@ pub fn first_update_mismatch(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::intf::DUALPI2_HIST_BUCKETS;
 
     fn cfg() -> dualpi2_config {
         Dualpi2::default().to_bpf(50_000_000)
@@ -404,6 +486,32 @@ mod tests {
             [0, 1, 2, 3].map(|e| classify(&c, e)),
             [DUALPI2_C, DUALPI2_L, DUALPI2_L, DUALPI2_L]
         );
+    }
+
+    /// Quantiles at bucket middles: 98 packets in the first bucket, one in
+    /// the 31st (1 ms), one in the last (everything from 67 ms).
+    #[test]
+    fn a_window_counts_its_own_departures_and_reads_quantiles_off_the_histogram() {
+        let mut a = dualpi2_queue_stats::default();
+        a.hist[0] = 10;
+        a.departures = 10;
+        a.sojourn_ns = 1_000;
+        let mut b = a;
+        b.hist[0] += 98;
+        b.hist[30] += 1;
+        b.hist[DUALPI2_HIST_BUCKETS as usize - 1] += 1;
+        b.departures += 100;
+        b.sojourn_ns += 100 * 2_000_000;
+        b.est_err_ns = a.est_err_ns.wrapping_sub(100 * 500_000);
+        b.est_err_abs_ns = 100 * 500_000;
+        let w = QueueWindow::between(&a, &b);
+        assert_eq!(w.departures, 100);
+        assert_eq!(w.sojourn_mean_ms, 2.0);
+        assert_eq!(w.sojourn_p50_ms, 0.016384);
+        assert!((w.sojourn_p99_ms - 30.5 * 0.032768).abs() < 1e-9, "{}", w.sojourn_p99_ms);
+        assert!(w.sojourn_p999_ms > 67.0, "{}", w.sojourn_p999_ms);
+        assert_eq!((w.estimate_error_ms, w.estimate_bias_ms), (0.5, -0.5));
+        assert_eq!(hist_quantile_ms(&[0; 4], 0.5), 0.0);
     }
 
     #[test]

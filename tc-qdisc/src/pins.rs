@@ -4,6 +4,7 @@
 //! ```text
 //! queue_now      ARRAY, 1 entry: struct queue_now (the queue an arrival found, refreshed once per jiffy)
 //! marker_stats   PERCPU_ARRAY, 1 entry: struct marker_stats (summed over CPUs)
+//! dualpi2_stats  PERCPU_ARRAY, 2 entries (L, C): struct dualpi2_queue_stats (bpf-dualpi2 only)
 //! ```
 
 use std::path::Path;
@@ -15,7 +16,7 @@ use dctcp_utils::bpffs::LAB_ROOT;
 use dctcp_utils::bytes::{from_bytes, sum_per_cpu};
 use dctcp_utils::clock::monotonic_ns;
 
-use crate::intf::{marker_stats, queue_now};
+use crate::intf::{dualpi2_queue_stats, marker_stats, queue_now, DUALPI2_C, DUALPI2_L};
 
 const KEY0: [u8; 4] = 0u32.to_ne_bytes();
 
@@ -26,6 +27,34 @@ pub struct SwitchNow {
     /// Seconds since the marker last saw an arrival (and wrote `queue`).
     pub idle_s: f64,
     pub stats: marker_stats,
+    /// DualPI2's L and C queues, on a bpf-dualpi2 switch.
+    pub dualpi2: Option<[QueueNow; 2]>,
+}
+
+/// One DualPI2 queue's counters, summed over CPUs (the histogram left out).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueNow {
+    pub arrivals: u64,
+    pub marked: u64,
+    pub step_marked: u64,
+    /// Early and tail drops.
+    pub dropped: u64,
+    pub departures: u64,
+    /// Sum of the departures' sojourn.
+    pub sojourn_ns: u64,
+}
+
+impl From<&dualpi2_queue_stats> for QueueNow {
+    fn from(q: &dualpi2_queue_stats) -> QueueNow {
+        QueueNow {
+            arrivals: q.arrivals,
+            marked: q.marked,
+            step_marked: q.step_marked,
+            dropped: q.dropped + q.taildrop,
+            departures: q.departures,
+            sojourn_ns: q.sojourn_ns,
+        }
+    }
 }
 
 /// A lab switch found under [`LAB_ROOT`]: its prefix and what reading it gave.
@@ -67,11 +96,31 @@ pub fn read(dir: &Path) -> Result<SwitchNow> {
         &dir.join("marker_stats"),
         std::mem::size_of::<marker_stats>(),
     )?)?;
+    let dualpi2 = dir
+        .join("dualpi2_stats")
+        .exists()
+        .then(|| read_dualpi2(&dir.join("dualpi2_stats")))
+        .transpose()?;
     Ok(SwitchNow {
         queue,
         idle_s: monotonic_ns().saturating_sub(queue.ts_ns) as f64 / 1e9,
         stats,
+        dualpi2,
     })
+}
+
+/// The L and C queues' counters of a DualPI2 switch's pin.
+fn read_dualpi2(pin: &Path) -> Result<[QueueNow; 2]> {
+    let map = open(pin, std::mem::size_of::<dualpi2_queue_stats>())?;
+    let queue = |key: u32| -> Result<QueueNow> {
+        let per_cpu = map
+            .lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)?
+            .context("dualpi2_stats: empty map")?;
+        let q: dualpi2_queue_stats =
+            sum_per_cpu(&per_cpu).context("dualpi2_stats: a value shorter than the struct")?;
+        Ok(QueueNow::from(&q))
+    };
+    Ok([queue(DUALPI2_L)?, queue(DUALPI2_C)?])
 }
 
 fn open(pin: &Path, value_size: usize) -> Result<MapHandle> {

@@ -53,6 +53,8 @@ pub struct SwitchNow {
     pub bytes: u64,
     pub marked: u64,
     pub dropped: u64,
+    /// DualPI2's L and C queues, on a bpf-dualpi2 switch.
+    pub dualpi2: Option<[tc_qdisc::pins::QueueNow; 2]>,
 }
 
 /// Everything one scrape shows.
@@ -71,6 +73,13 @@ struct InstanceLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SwitchLabels {
     switch: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabels {
+    switch: String,
+    /// `l` or `c`.
+    queue: String,
 }
 
 type Ratio = Gauge<f64, AtomicU64>;
@@ -291,11 +300,66 @@ pub fn render(s: &Snapshot) -> String {
                 f.get_or_create(&l).inc_by(read(w));
             }
         }
+        dualpi2_queues(sub, &s.switches);
     }
 
     let mut out = String::new();
     encode(&mut out, &reg).expect("writing to a String cannot fail");
     out
+}
+
+/// Each bpf-dualpi2 switch's L and C queues (`switch_dualpi2_*`).
+fn dualpi2_queues(sub: &mut Registry, switches: &[SwitchNow]) {
+    use tc_qdisc::pins::QueueNow;
+    if switches.iter().all(|w| w.dualpi2.is_none()) {
+        return;
+    }
+    let kinds: [Counted<QueueNow>; 5] = [
+        ("dualpi2_arrivals", "Packets that arrived at the queue", |q| {
+            q.arrivals
+        }),
+        (
+            "dualpi2_marked",
+            "Packets marked CE by the coupled probability (L: k p', C: p'^2)",
+            |q| q.marked,
+        ),
+        ("dualpi2_step_marked", "L packets marked CE by the step", |q| {
+            q.step_marked
+        }),
+        ("dualpi2_dropped", "Packets dropped early or at the limit", |q| {
+            q.dropped
+        }),
+        ("dualpi2_departures", "Packets that left the queue", |q| {
+            q.departures
+        }),
+    ];
+    let families: Vec<_> = kinds
+        .iter()
+        .map(|&(name, help, read)| {
+            let f = Family::<QueueLabels, Counter>::default();
+            sub.register(name, help, f.clone());
+            (f, read)
+        })
+        .collect();
+    let sojourn = Family::<QueueLabels, Counter<f64, AtomicU64>>::default();
+    sub.register(
+        "dualpi2_sojourn_seconds",
+        "Sum of the departures' sojourn in the queue (over dualpi2_departures: the mean)",
+        sojourn.clone(),
+    );
+    for w in switches {
+        let Some(queues) = &w.dualpi2 else { continue };
+        for (name, q) in ["l", "c"].iter().zip(queues) {
+            let l = QueueLabels {
+                switch: w.prefix.clone(),
+                queue: name.to_string(),
+            };
+            for (f, read) in &families {
+                f.get_or_create(&l).inc_by(read(q));
+            }
+            sojourn.get_or_create(&l).inc_by(q.sojourn_ns as f64 / 1e9);
+        }
+    }
 }
 
 fn gauge(v: u64) -> i64 {
@@ -485,10 +549,12 @@ mod tests {
                 bytes: 9000 * 1514,
                 marked: 300,
                 dropped: 2,
+                dualpi2: None,
             }],
         };
         let t = render(&s);
         let l = r#"{switch="dl1a2b3"}"#;
+        assert!(!t.contains("dualpi2"), "no DualPI2 on a step switch: {t}");
         assert_eq!(
             sample(&t, &format!("dctcp_bpf_switch_queue_packets{l}")),
             17.0
@@ -505,5 +571,47 @@ mod tests {
             sample(&t, &format!("dctcp_bpf_switch_packets_total{l}")),
             9000.0
         );
+    }
+
+    /// A bpf-dualpi2 switch: each queue's counters under its own label, and
+    /// the sojourn sum in seconds.
+    #[test]
+    fn a_dualpi2_switch_has_each_queues_counters() {
+        use tc_qdisc::pins::QueueNow;
+        let q = |n: u64| QueueNow {
+            arrivals: 1000 * n,
+            marked: 10 * n,
+            step_marked: 3 * n,
+            dropped: n,
+            departures: 990 * n,
+            sojourn_ns: 2_000_000_000 * n,
+        };
+        let s = Snapshot {
+            instances: vec![],
+            switches: vec![SwitchNow {
+                prefix: "dl1a2b3".into(),
+                queue_packets: 0,
+                queue_bytes: 0,
+                packets: 3000,
+                bytes: 0,
+                marked: 0,
+                dropped: 0,
+                dualpi2: Some([q(1), q(2)]),
+            }],
+        };
+        let t = render(&s);
+        let at = |name: &str, queue: &str| {
+            sample(
+                &t,
+                &format!(r#"dctcp_bpf_switch_{name}{{switch="dl1a2b3",queue="{queue}"}}"#),
+            )
+        };
+        assert_eq!(at("dualpi2_arrivals_total", "l"), 1000.0);
+        assert_eq!(at("dualpi2_arrivals_total", "c"), 2000.0);
+        assert_eq!(at("dualpi2_marked_total", "c"), 20.0);
+        assert_eq!(at("dualpi2_step_marked_total", "l"), 3.0);
+        assert_eq!(at("dualpi2_dropped_total", "c"), 2.0);
+        assert_eq!(at("dualpi2_departures_total", "l"), 990.0);
+        assert_eq!(at("dualpi2_sojourn_seconds_total", "c"), 4.0);
     }
 }

@@ -70,6 +70,7 @@ pub fn snapshot(flows: &Collector) -> Result<Snapshot> {
                 bytes: now.stats.bytes,
                 marked: now.stats.marked,
                 dropped: now.stats.dropped,
+                dualpi2: now.dualpi2,
             })
         })
         .collect();

@@ -164,6 +164,9 @@ pub struct SwitchTrack {
     pub drops_per_s: Option<f64>,
     /// (t, packets queued).
     pub history: VecDeque<(f64, u32)>,
+    /// DualPI2's L and C queues: mean sojourn (ms) of what left each
+    /// between the last two polls.
+    pub sojourn_ms: [Option<f64>; 2],
     last: Option<(f64, marker_stats)>,
 }
 
@@ -188,6 +191,13 @@ impl SwitchTrack {
                 self.marks_per_s = Some(marked as f64 / dt);
                 self.drops_per_s = Some(drops as f64 / dt);
                 self.marked_fraction = (pkts > 0).then(|| marked as f64 / pkts as f64);
+            }
+        }
+        if let (Some(new), Some(old)) = (now.dualpi2, self.now.and_then(|n| n.dualpi2)) {
+            for (i, (n, o)) in new.iter().zip(&old).enumerate() {
+                let left = n.departures.saturating_sub(o.departures);
+                self.sojourn_ms[i] = (left > 0)
+                    .then(|| n.sojourn_ns.saturating_sub(o.sojourn_ns) as f64 / left as f64 / 1e6);
             }
         }
         self.last = Some((t, now.stats));
@@ -466,6 +476,7 @@ pub(crate) mod tests {
                     dropped: drops,
                     ..Default::default()
                 },
+                dualpi2: None,
             }),
         }
     }

@@ -16,8 +16,10 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use serde::Serialize;
 use tc_qdisc::backend::PKT_BYTES;
-use tc_qdisc::{Backend, Bottleneck};
+use tc_qdisc::dualpi2::{Dualpi2, Dualpi2Window, QueueWindow};
+use tc_qdisc::{Backend, Bottleneck, RedProfile};
 
+use super::coexist::{RENO_MAX_OVER_MIN, RENO_MAX_P, RENO_WEIGHT, SEED_TABLE_I};
 use super::run_scenario;
 use crate::measure::scenario::{Outcome, Scenario};
 use crate::net::delay::{bdp_pkts, fmt_duration, parse_duration, DelayBackend, RoundTrip, Rtt};
@@ -29,10 +31,20 @@ use crate::traffic::bulk::FlowSpec;
 use crate::traffic::cc::{check_names, is_ours, Algorithms};
 use crate::units::fmt_rate;
 
-/// The AQMs of one queue a mix meets.
+/// The AQMs a mix meets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Aqm {
+    /// RFC 9332's coupled dual queue (bpf-dualpi2, --dualpi2 sets its
+    /// parameters): ECT(1) and CE into the L queue, marked by a 1 ms step
+    /// or k p'; the rest into the C queue under PI2 (15 ms target), hit
+    /// with p'^2.
+    Dualpi2,
+    /// Seed 002's dual AQM on one queue (bpf-dual) at its Table I setting
+    /// M = BDP / 4, K = 1.73 M: ECN-capable packets marked at a step at K,
+    /// Not-ECT ones dropped by RED from M to 3M (w 0.002, max_p 0.1); the
+    /// classic senders do not negotiate ECN here, as the seed's Reno.
+    Dual,
     /// RFC 3168 RED on one queue (bpf-red): ECN-capable packets, ECT(0) and
     /// ECT(1) alike, marked from 5 ms of average queue to 15 ms, at most 1 in
     /// 10; others dropped there. A classic ECN AQM.
@@ -48,16 +60,31 @@ pub enum Aqm {
 impl Aqm {
     fn name(self) -> &'static str {
         match self {
+            Aqm::Dualpi2 => "dualpi2",
+            Aqm::Dual => "dual",
             Aqm::Rfc3168 => "rfc3168",
             Aqm::Step => "step",
             Aqm::Droptail => "droptail",
         }
     }
 
-    /// Its backend on a link of `rate_bps` (thresholds in packets there).
-    fn backend(self, rate_bps: u64) -> Backend {
+    /// Its backend on a link of `rate_bps` with round trip `rtt`
+    /// (thresholds in packets or bytes there).
+    fn backend(self, rate_bps: u64, rtt: Duration, dualpi2: &Dualpi2) -> Backend {
         let at = |ms: f64| pkts_in(ms, rate_bps);
+        let bdp_bytes = rate_bps as f64 / 8.0 * rtt.as_secs_f64();
+        let m = (bdp_bytes * DUAL_M).round().max(1.0) as u32;
         match self {
+            Aqm::Dualpi2 => Backend::BpfDualpi2(dualpi2.clone()),
+            Aqm::Dual => Backend::BpfDual {
+                ect: RedProfile::step((f64::from(m) * DUAL_K_OVER_M).round() as u32),
+                not_ect: RedProfile {
+                    min_bytes: m,
+                    max_bytes: RENO_MAX_OVER_MIN * m,
+                    max_p: RENO_MAX_P,
+                    weight: RENO_WEIGHT,
+                },
+            },
             Aqm::Rfc3168 => Backend::BpfRed {
                 min: at(5.0),
                 max: at(15.0),
@@ -69,6 +96,11 @@ impl Aqm {
         }
     }
 }
+
+/// Seed 002's dual AQM as `lab l4s` runs it: Table I's row M = BDP / 4,
+/// where the seed's fairest K is 1.73 M.
+const DUAL_M: f64 = SEED_TABLE_I[1].0;
+const DUAL_K_OVER_M: f64 = SEED_TABLE_I[1].1;
 
 /// Packets of `PKT_BYTES` the link sends in `ms`, at least 1.
 fn pkts_in(ms: f64, rate_bps: u64) -> u32 {
@@ -131,8 +163,20 @@ pub struct L4sArgs {
     #[arg(long, value_enum, default_value = "auto")]
     pub delay_backend: DelayBackend,
     /// The AQMs, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "rfc3168,step,droptail")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "dualpi2,dual,rfc3168,step,droptail"
+    )]
     pub aqms: Vec<Aqm>,
+    /// DualPI2's parameters as tc-dualpi2(8) names them, over its
+    /// defaults: target=15ms, tupdate=16ms, alpha=0.16, beta=3.2,
+    /// step_thresh=1ms (or 30p: packets), min_qlen_step=0,
+    /// coupling_factor=2, drop_overload=1 (0: overflow),
+    /// classic_protection=10 (percent), ecn_mask=l4s_ect (or any_ect).
+    #[arg(long, value_parser = Dualpi2::parse, default_value = "")]
+    pub dualpi2: Dualpi2,
     /// Flow counts as scalable:classic, comma-separated.
     #[arg(long, value_delimiter = ',', value_parser = Mix::parse, default_value = "1:1,1:4,4:1")]
     pub mixes: Vec<Mix>,
@@ -166,6 +210,7 @@ impl L4sArgs {
             rtt: self.rtt,
             delay_backend: self.delay_backend,
             aqms: self.aqms.clone(),
+            dualpi2: self.dualpi2.clone(),
             mixes: self.mixes.clone(),
             scalable: self.scalable.clone(),
             classic: self.classic.clone(),
@@ -184,6 +229,7 @@ pub struct L4sConfig {
     pub rtt: Duration,
     pub delay_backend: DelayBackend,
     pub aqms: Vec<Aqm>,
+    pub dualpi2: Dualpi2,
     pub mixes: Vec<Mix>,
     pub scalable: Vec<String>,
     pub classic: String,
@@ -230,7 +276,7 @@ impl L4sConfig {
         Bottleneck {
             rate_bps: self.rate_bps,
             buffer_pkts: self.buffer_pkts,
-            backend: aqm.backend(self.rate_bps),
+            backend: aqm.backend(self.rate_bps, self.rtt, &self.dualpi2),
         }
     }
 
@@ -267,6 +313,8 @@ pub struct L4sRun {
     pub ce_fraction: f64,
     pub steal_share: f64,
     pub guard_repairs: (u64, u64, u64),
+    /// DualPI2's L and C queues (dualpi2 only).
+    pub dualpi2: Option<Dualpi2Window>,
 }
 
 impl L4sRun {
@@ -295,6 +343,7 @@ impl L4sRun {
             ce_fraction: o.ce_fraction,
             steal_share: o.steal_share,
             guard_repairs: o.guard_repairs,
+            dualpi2: o.dualpi2.clone(),
         }
     }
 
@@ -328,6 +377,10 @@ fn scenario(cfg: &L4sConfig, aqm: Aqm, mix: Mix, scalable_cc: &str, label: &str)
     for (sender, f) in scn.flows.iter_mut().enumerate().skip(mix.scalable) {
         *f = FlowSpec::long(sender, &cfg.classic);
     }
+    // Seed 002's classic senders are Not-ECT: its AQM drops them.
+    if aqm == Aqm::Dual {
+        scn.no_ecn_senders = (mix.scalable..flows).collect();
+    }
     scn
 }
 
@@ -360,6 +413,9 @@ fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<
                     r.drops,
                     repairs_note(r.guard_repairs)
                 );
+                if let Some(d) = &r.dualpi2 {
+                    eprintln!("  {}", queues_line(d));
+                }
                 runs.push(r);
             }
         }
@@ -370,16 +426,66 @@ fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<
     Ok(runs)
 }
 
+/// DualPI2's parameters as tc-dualpi2(8) names them.
+fn dualpi2_params(d: &Dualpi2) -> String {
+    let step = match d.step_thresh {
+        tc_qdisc::dualpi2::Step::Time(t) => fmt_duration(t),
+        tc_qdisc::dualpi2::Step::Packets(p) => format!("{p} packets"),
+    };
+    format!(
+        "target {}, tupdate {}, alpha {} Hz, beta {} Hz, step_thresh {step}, coupling_factor {}, \
+         classic_protection {} %, {}",
+        fmt_duration(d.target),
+        fmt_duration(d.tupdate),
+        d.alpha,
+        d.beta,
+        d.coupling_factor,
+        d.classic_protection,
+        if d.drop_overload { "drop_overload" } else { "overflow" }
+    )
+}
+
+/// DualPI2's queues in one line: each queue's sojourn and what was done
+/// to it.
+fn queues_line(d: &Dualpi2Window) -> String {
+    let q = |name: &str, w: &QueueWindow| {
+        format!(
+            "{name} sojourn p50 {:.2} p99 {:.2} p99.9 {:.2} mean {:.2} ms ({} pkts, {} marked, {} by the step, {} dropped)",
+            w.sojourn_p50_ms,
+            w.sojourn_p99_ms,
+            w.sojourn_p999_ms,
+            w.sojourn_mean_ms,
+            w.departures,
+            w.marked,
+            w.step_marked,
+            w.dropped + w.taildrop
+        )
+    };
+    format!("{}; {}", q("L", &d.l), q("C", &d.c))
+}
+
 fn write_csv(out: &ResultsDir, runs: &[L4sRun]) -> Result<()> {
     let mut w = out.csv(
         "runs.csv",
         "aqm,scalable,classic,mix,scalable_mbps,classic_mbps,ratio,jain,queue_mean_ms,queue_p99_ms,\
-         utilization,marks,drops,ce_fraction,steal_share",
+         utilization,marks,drops,ce_fraction,steal_share,l_p50_ms,l_p99_ms,l_p999_ms,c_p50_ms,c_p99_ms,\
+         c_mean_ms",
     )?;
     for r in runs {
+        let queues = r.dualpi2.as_ref().map_or(",,,,,".to_string(), |d| {
+            format!(
+                "{:.3},{:.3},{:.3},{:.3},{:.3},{:.3}",
+                d.l.sojourn_p50_ms,
+                d.l.sojourn_p99_ms,
+                d.l.sojourn_p999_ms,
+                d.c.sojourn_p50_ms,
+                d.c.sojourn_p99_ms,
+                d.c.sojourn_mean_ms
+            )
+        });
         writeln!(
             w,
-            "{},{},{},{},{:.3},{:.3},{:.4},{:.4},{:.3},{:.3},{:.4},{},{},{:.4},{:.4}",
+            "{},{},{},{},{:.3},{:.3},{:.4},{:.4},{:.3},{:.3},{:.4},{},{},{:.4},{:.4},{queues}",
             r.aqm.name(),
             r.scalable,
             r.classic,
@@ -440,7 +546,10 @@ fn summary(cfg: &L4sConfig, runs: &[L4sRun]) -> String {
     let _ = writeln!(
         s,
         "{} bottleneck, {} round trip (BDP {:.0} packets), buffer {} packets; every sender negotiates ECN. \
-         {:.0} s per run, the first {:.0} s not measured. AQMs: rfc3168 = RED on the average queue from {} to {} \
+         {:.0} s per run, the first {:.0} s not measured. AQMs: dualpi2 = RFC 9332's coupled dual queue \
+         (bpf-dualpi2: {}); dual = seed 002's dual AQM on one queue at Table I's M = BDP / 4, K = 1.73 M \
+         (ECN-capable packets marked at K, Not-ECT ones dropped by RED from M to 3 M; classic senders Not-ECT \
+         there, as the seed's Reno); rfc3168 = RED on the average queue from {} to {} \
          packets (5-15 ms), at most 1 in 10; step = every ECN-capable packet marked from {} packets (1 ms); \
          droptail. Rate = a flow's goodput over the measured window; ratio = a scalable flow's mean rate over a \
          classic flow's (1: equal shares; RFC 9331's goal behind a classic ECN AQM, 0.5-2).\n",
@@ -450,6 +559,7 @@ fn summary(cfg: &L4sConfig, runs: &[L4sRun]) -> String {
         cfg.buffer_pkts,
         cfg.duration.as_secs_f64(),
         cfg.warmup.as_secs_f64(),
+        dualpi2_params(&cfg.dualpi2),
         pkts_in(5.0, cfg.rate_bps),
         pkts_in(15.0, cfg.rate_bps),
         pkts_in(1.0, cfg.rate_bps).max(2),
@@ -513,12 +623,87 @@ fn summary(cfg: &L4sConfig, runs: &[L4sRun]) -> String {
             within.join("; ")
         );
     }
+    dualpi2_section(&mut s, cfg, runs);
     let _ = writeln!(
         s,
         "{}",
         repairs_line(runs.iter().map(|r| (r.label(), r.guard_repairs)))
     );
     s
+}
+
+/// DualPI2's queues per run, and RFC 9332's goals beside what was measured.
+fn dualpi2_section(s: &mut String, cfg: &L4sConfig, runs: &[L4sRun]) {
+    let dual: Vec<(&L4sRun, &Dualpi2Window)> = runs
+        .iter()
+        .filter_map(|r| r.dualpi2.as_ref().map(|d| (r, d)))
+        .collect();
+    if dual.is_empty() {
+        return;
+    }
+    let target_ms = cfg.dualpi2.target.as_secs_f64() * 1e3;
+    let _ = writeln!(
+        s,
+        "\n## DualPI2's two queues\n\nSojourn of every departing packet (the dequeue tracepoint, from its \
+         enqueue time; 32.8 us buckets). Marks: C by p'^2, L by k p' or by the step (the step's share in \
+         brackets). The marker estimates each arrival's sojourn as its queue's backlog over the link rate; \
+         its error against the measured sojourn is the last column (mean |error|, and the bias).\n"
+    );
+    table_header(
+        s,
+        &[
+            "scalable",
+            "mix",
+            "L sojourn p50 / p99 / p99.9 (ms)",
+            "C sojourn p50 / p99 / mean (ms)",
+            "L marks (step)",
+            "C marks",
+            "drops L / C",
+            "estimate error L / C (ms)",
+        ],
+    );
+    for (r, d) in &dual {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.2} / {:.2} / {:.2} | {:.2} / {:.2} / {:.2} | {} ({}) | {} | {} / {} | {:.2} (bias {:+.2}) / {:.2} (bias {:+.2}) |",
+            r.scalable,
+            r.mix.label(),
+            d.l.sojourn_p50_ms,
+            d.l.sojourn_p99_ms,
+            d.l.sojourn_p999_ms,
+            d.c.sojourn_p50_ms,
+            d.c.sojourn_p99_ms,
+            d.c.sojourn_mean_ms,
+            d.l.marked + d.l.step_marked,
+            d.l.step_marked,
+            d.c.marked,
+            d.l.dropped + d.l.taildrop,
+            d.c.dropped + d.c.taildrop,
+            d.l.estimate_error_ms,
+            d.l.estimate_bias_ms,
+            d.c.estimate_error_ms,
+            d.c.estimate_bias_ms,
+        );
+    }
+    let _ = writeln!(s, "\nRFC 9332's goals, each run through DualPI2:\n");
+    for (r, d) in &dual {
+        let held = |ok: bool| if ok { "holds" } else { "does not hold" };
+        let _ = writeln!(
+            s,
+            "- {} {}: L p99 {:.2} ms against under 2 ms ({}); C mean {:.1} ms against the {target_ms:.0} ms \
+             target +/- 20 % ({}); rate ratio {:.2} against 0.5-2 ({}); utilization {:.1} % against 95 % ({}).",
+            r.scalable,
+            r.mix.label(),
+            d.l.sojourn_p99_ms,
+            held(d.l.sojourn_p99_ms < 2.0),
+            d.c.sojourn_mean_ms,
+            held((d.c.sojourn_mean_ms - target_ms).abs() <= 0.2 * target_ms),
+            r.ratio,
+            held((0.5..=2.0).contains(&r.ratio)),
+            r.utilization * 100.0,
+            held(r.utilization >= 0.95),
+        );
+    }
 }
 
 #[cfg(test)]
@@ -540,8 +725,9 @@ mod tests {
         // 50 Mbit/s: a 1514-byte packet every 242 us.
         assert_eq!(pkts_in(5.0, 50_000_000), 21);
         assert_eq!(pkts_in(15.0, 50_000_000), 62);
+        let (rtt, d) = (Duration::from_millis(20), Dualpi2::default());
         assert_eq!(
-            Aqm::Rfc3168.backend(50_000_000),
+            Aqm::Rfc3168.backend(50_000_000, rtt, &d),
             Backend::BpfRed {
                 min: 21,
                 max: 62,
@@ -549,9 +735,17 @@ mod tests {
                 wlog: 9
             }
         );
-        assert_eq!(Aqm::Step.backend(50_000_000), Backend::BpfStep { k: 4 });
+        assert_eq!(Aqm::Step.backend(50_000_000, rtt, &d), Backend::BpfStep { k: 4 });
         // A step never below 2 packets.
-        assert_eq!(Aqm::Step.backend(1_000_000), Backend::BpfStep { k: 2 });
+        assert_eq!(Aqm::Step.backend(1_000_000, rtt, &d), Backend::BpfStep { k: 2 });
+        // Seed 002's Table I row at 50 Mbit/s, 20 ms: BDP 125,000 bytes,
+        // M = 31,250, K = 1.73 M = 54,063; Reno's RED from M to 3 M.
+        let Backend::BpfDual { ect, not_ect } = Aqm::Dual.backend(50_000_000, rtt, &d) else {
+            panic!()
+        };
+        assert_eq!((ect.min_bytes, ect.max_bytes, ect.weight), (54_063, 54_063, 1.0));
+        assert_eq!((not_ect.min_bytes, not_ect.max_bytes, not_ect.max_p), (31_250, 93_750, 0.1));
+        assert_eq!(Aqm::Dualpi2.backend(50_000_000, rtt, &d), Backend::BpfDualpi2(d.clone()));
     }
 
     #[test]
@@ -562,6 +756,10 @@ mod tests {
         assert_eq!(ccs, ["dl9", "dl9", "cubic", "cubic", "cubic"]);
         let senders: Vec<usize> = scn.flows.iter().map(|f| f.sender).collect();
         assert_eq!(senders, [0, 1, 2, 3, 4]);
+        assert!(scn.no_ecn_senders.is_empty());
+        // Behind seed 002's AQM the classic senders are Not-ECT, as its Reno.
+        let dual = scenario(&c, Aqm::Dual, Mix::parse("2:3").unwrap(), "dl9", "x");
+        assert_eq!(dual.no_ecn_senders, [2, 3, 4]);
         assert_eq!(c.duration, Duration::from_secs(12));
         assert_eq!(c.warmup, Duration::from_secs(4));
     }

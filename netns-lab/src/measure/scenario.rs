@@ -164,6 +164,8 @@ pub struct Outcome {
     pub rtt: RttMeasured,
     /// htb's hysteresis mode during the run (on unless `lab --no-htb-hysteresis`).
     pub htb_hysteresis: Option<bool>,
+    /// DualPI2's two queues over the window (bpf-dualpi2 only).
+    pub dualpi2: Option<tc_qdisc::dualpi2::Dualpi2Window>,
     /// The ECN feedback the hosts negotiated (`lab --ecn`).
     pub ecn_feedback: crate::net::ecn::EcnFeedback,
     /// The receivers' window cap, bytes, if the scenario set one.
@@ -306,6 +308,7 @@ pub fn run(
     let ns = star.switch.name().to_string();
     let dev = star.bottleneck_if.clone();
     let mut at_warmup: Option<(u64, QdiscCounters, marker_stats, Cpu)> = None;
+    let mut dualpi2_at_warmup = None;
     let mut at_end: Option<(u64, QdiscCounters, Cpu)> = None;
     let recorder = scn
         .trace_algorithm
@@ -336,6 +339,7 @@ pub fn run(
                     switch.stats()?,
                     Cpu::now()?,
                 ));
+                dualpi2_at_warmup = switch.dualpi2_stats()?;
             }
             // The senders stop writing at the deadline, so the last tick
             // closes the window; after it come the drain and the teardown
@@ -357,6 +361,9 @@ pub fn run(
     let cc_trace = recorder.map(Recorder::finish).transpose()?;
     let end_q = qdisc_stats::read(&ns, &dev)?;
     let end_m = switch.stats()?;
+    let dualpi2 = dualpi2_at_warmup
+        .zip(switch.dualpi2_stats()?)
+        .map(|(a, b)| tc_qdisc::dualpi2::Dualpi2Window::between(&a, &b));
     let departure_misses = switch.departure_misses()?.unwrap_or(0);
     let trace = switch.take_trace()?;
     let faults = faults.map(Faults::finish).transpose()?;
@@ -425,7 +432,12 @@ pub fn run(
     let utilization = sent as f64 * 8.0 / (scn.bottleneck.rate_bps as f64 * sent_s);
     let bpf_marks = end_m.marked - m0.marked;
     let qdisc_marks = end_q.marks - q0.marks;
-    let drops = (end_q.drops - q0.drops) + (end_m.dropped - m0.dropped);
+    // DualPI2 drops at its limit itself (the other backends leave that to
+    // the qdisc, which counts it).
+    let held_limit = matches!(scn.bottleneck.backend, tc_qdisc::Backend::BpfDualpi2(_));
+    let drops = (end_q.drops - q0.drops)
+        + (end_m.dropped - m0.dropped)
+        + if held_limit { end_m.taildrop - m0.taildrop } else { 0 };
     let skip = (scn.warmup.as_secs_f64() / scn.interval.as_secs_f64()).round() as usize;
     let goodput_bps = flows
         .iter()
@@ -476,6 +488,7 @@ pub fn run(
         steal_share,
         htb_hysteresis: tc_qdisc::hysteresis::current(),
         ecn_feedback: crate::net::ecn::selected(),
+        dualpi2,
         rwnd_clamp_bytes: scn.rwnd_clamp_bytes,
         faults,
         rtt,

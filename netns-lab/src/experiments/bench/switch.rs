@@ -25,6 +25,7 @@ pub(super) const EGRESS_FLOOR: &str = "floor: empty tcx program";
 pub(super) const EGRESS_QUEUE_READ: &str = "floor + reading the qdisc's length";
 pub(super) const EGRESS_MARKER: &str = "marker, no probe";
 pub(super) const EGRESS_PROBE: &str = "marker + probe, every arrival";
+pub(super) const EGRESS_DUALPI2: &str = "bpf-dualpi2, no probe";
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SwitchReport {
@@ -177,22 +178,34 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchRep
     // Per packet, as labs run it (bpf-step K = 20 at 1 Gbit/s), against
     // the floor, alternating every round: the marker with its probe taking
     // every arrival into the ring, one in 16, none.
+    // DualPI2 (its defaults) beside them: the step's cost plus reading the
+    // L leaf, the draws and the coupling.
     let _stats = BpfStats::on()?;
     let step = Bottleneck::step(1_000_000_000, 425, 20);
+    let dualpi2 = Bottleneck {
+        backend: Backend::BpfDualpi2(Default::default()),
+        ..step.clone()
+    };
     let setups = [
-        (Egress::Floor(tc_qdisc::Floor::Empty), EGRESS_FLOOR),
-        (Egress::Floor(tc_qdisc::Floor::QueueRead), EGRESS_QUEUE_READ),
-        (Egress::Switch { sample: 0 }, EGRESS_MARKER),
+        (Egress::Floor(tc_qdisc::Floor::Empty), &step, EGRESS_FLOOR),
+        (
+            Egress::Floor(tc_qdisc::Floor::QueueRead),
+            &step,
+            EGRESS_QUEUE_READ,
+        ),
+        (Egress::Switch { sample: 0 }, &step, EGRESS_MARKER),
         (
             Egress::Switch { sample: 16 },
+            &step,
             "marker + probe, 1 arrival in 16",
         ),
-        (Egress::Switch { sample: 1 }, EGRESS_PROBE),
+        (Egress::Switch { sample: 1 }, &step, EGRESS_PROBE),
+        (Egress::Switch { sample: 0 }, &dualpi2, EGRESS_DUALPI2),
     ];
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); setups.len()];
     for round in 1..=cfg.rounds {
-        for (i, (egress, what)) in setups.iter().enumerate() {
-            let (_, cost, _) = through_switch(&step, *egress, cfg.switch_secs, false, stop)?;
+        for (i, (egress, bottleneck, what)) in setups.iter().enumerate() {
+            let (_, cost, _) = through_switch(bottleneck, *egress, cfg.switch_secs, false, stop)?;
             let on_egress = cost
                 .iter()
                 .find(|p| EGRESS_PROGRAMS.iter().any(|e| p.program.starts_with(e)))
@@ -210,7 +223,7 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchRep
             }
         }
     }
-    for ((_, what), v) in setups.iter().zip(&mut ns) {
+    for ((_, _, what), v) in setups.iter().zip(&mut ns) {
         report.egress.push(ratio(what.to_string(), v));
     }
     drop(_stats);
@@ -219,8 +232,9 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchRep
     if cfg.perf {
         let mut ns: Vec<Vec<f64>> = vec![Vec::new(); setups.len()];
         for round in 1..=cfg.rounds {
-            for (i, (egress, what)) in setups.iter().enumerate() {
-                let (_, _, perf_ns) = through_switch(&step, *egress, cfg.switch_secs, true, stop)?;
+            for (i, (egress, bottleneck, what)) in setups.iter().enumerate() {
+                let (_, _, perf_ns) =
+                    through_switch(bottleneck, *egress, cfg.switch_secs, true, stop)?;
                 let v = perf_ns.context("perf measured nothing")?;
                 eprintln!(
                     "  round {round}/{}: {what}: {v:.1} ns per packet (perf)",
@@ -229,7 +243,7 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchRep
                 ns[i].push(v);
             }
         }
-        for ((_, what), v) in setups.iter().zip(&mut ns) {
+        for ((_, _, what), v) in setups.iter().zip(&mut ns) {
             report.sampled.push(ratio(what.to_string(), v));
         }
     }
@@ -237,20 +251,22 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchRep
     // on the pass path), without bpf_stats' clock reads in every call.
     // (A test run's queue is the loopback's, hot in this CPU's cache: the
     // queue-reading floor would say nothing there.)
-    let markers: Vec<(u32, &str)> = setups
+    let markers: Vec<(u32, &Bottleneck, &str)> = setups
         .iter()
-        .filter_map(|&(egress, what)| match egress {
-            Egress::Switch { sample } => Some((sample, what)),
+        .filter_map(|&(egress, bottleneck, what)| match egress {
+            Egress::Switch { sample } => Some((sample, bottleneck, what)),
             _ => None,
         })
         .collect();
     let mut floor = Vec::new();
     let mut isolated: Vec<Vec<f64>> = vec![Vec::new(); markers.len()];
     for _ in 0..cfg.rounds {
-        for (i, &(sample, _)) in markers.iter().enumerate() {
-            let config = step
-                .backend
-                .marker_config(step.buffer_pkts, step.rate_bps, sample);
+        for (i, &(sample, bottleneck, _)) in markers.iter().enumerate() {
+            let config = bottleneck.backend.marker_config(
+                bottleneck.buffer_pkts,
+                bottleneck.rate_bps,
+                sample,
+            );
             let (f, m) = tc_qdisc::marker::isolated_ns(config, 100_000)?;
             floor.push(f);
             isolated[i].push(m);
@@ -259,7 +275,7 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchRep
     report
         .isolated
         .push(ratio(EGRESS_FLOOR.to_string(), &mut floor));
-    for ((_, what), v) in markers.iter().zip(&mut isolated) {
+    for ((_, _, what), v) in markers.iter().zip(&mut isolated) {
         report.isolated.push(ratio(what.to_string(), v));
     }
     Ok(report)

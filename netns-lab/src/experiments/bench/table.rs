@@ -3,7 +3,9 @@
 use super::algorithms::{AlgorithmReport, Transfer};
 use super::bpf_stats::PerCall;
 use super::scale::ScaleRun;
-use super::switch::{SwitchReport, EGRESS_FLOOR, EGRESS_MARKER, EGRESS_PROBE, EGRESS_QUEUE_READ};
+use super::switch::{
+    SwitchReport, EGRESS_DUALPI2, EGRESS_FLOOR, EGRESS_MARKER, EGRESS_PROBE, EGRESS_QUEUE_READ,
+};
 use super::BenchReport;
 
 /// PASS when every round (or the whole interval) meets the goal, MISS when
@@ -61,6 +63,15 @@ pub(super) fn goals(
                         verdict(x.min, x.max, goal),
                     );
                 }
+            }
+            // Issue 55's goal: DualPI2 within 50 ns of the step marker.
+            if let Some(d) = of(EGRESS_DUALPI2) {
+                row(
+                    format!("bpf-dualpi2, ns per packet ({method})"),
+                    format!("{:.1} ({:.1}-{:.1})", d.median, d.min, d.max),
+                    format!("<= step {:.1} + 50", marker.median),
+                    verdict(d.min, d.max, marker.median + 50.0),
+                );
             }
         }
     }
