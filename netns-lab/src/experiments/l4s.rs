@@ -506,8 +506,8 @@ fn write_csv(out: &ResultsDir, runs: &[L4sRun]) -> Result<()> {
     Ok(())
 }
 
-/// The rate ratio per mix, one series per AQM and scalable sender; the
-/// band RFC 9331 aims at behind a classic AQM (0.5-2) marked.
+/// The rate ratio per mix on a log axis, one series per AQM and scalable
+/// sender; the band RFC 9331 aims at behind a classic AQM (0.5-2) marked.
 fn plot_ratios(out: &ResultsDir, cfg: &L4sConfig, runs: &[L4sRun]) -> Result<()> {
     let mut series = Vec::new();
     for &aqm in &cfg.aqms {
@@ -516,7 +516,7 @@ fn plot_ratios(out: &ResultsDir, cfg: &L4sConfig, runs: &[L4sRun]) -> Result<()>
                 .iter()
                 .filter(|r| r.aqm == aqm && &r.scalable == s)
                 .enumerate()
-                .map(|(i, r)| (i as f64, r.ratio))
+                .map(|(i, r)| (i as f64, r.ratio.max(1e-3).log2()))
                 .collect();
             series.push(Series {
                 name: format!("{} {s}", aqm.name()),
@@ -532,11 +532,14 @@ fn plot_ratios(out: &ResultsDir, cfg: &L4sConfig, runs: &[L4sRun]) -> Result<()>
         fmt_rate(cfg.rate_bps),
         fmt_duration(cfg.rtt)
     );
+    // On a log axis: 1/2 and 2 as far from an equal share, starvation
+    // (ratios of 10-40) in view without squeezing the band.
     let chart = Chart::new(&title, &x, "scalable / classic rate per flow", series)
         .points()
-        .hline(0.5, "1/2".into())
-        .hline(1.0, "equal share".into())
-        .hline(2.0, "2x".into());
+        .log2_y()
+        .hline(-1.0, "1/2".into())
+        .hline(0.0, "equal share".into())
+        .hline(1.0, "2x".into());
     plot::draw(&out.file("ratio.png"), &chart)
 }
 

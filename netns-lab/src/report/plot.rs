@@ -60,6 +60,9 @@ pub struct Chart<'a> {
     /// x holds log2 of the quantity, labelled with the quantity itself: a
     /// logarithmic axis.
     pub log2_x: bool,
+    /// y holds log2 of the quantity, labelled with the quantity: a
+    /// logarithmic axis over the data's (and reference lines') range.
+    pub log2_y: bool,
     /// Lines drawn over the series whatever `points` says, e.g. a theory's
     /// curve beside measured points.
     pub curves: Vec<Series>,
@@ -78,6 +81,7 @@ impl<'a> Chart<'a> {
             y_max: None,
             points: false,
             log2_x: false,
+            log2_y: false,
             curves: vec![],
         }
     }
@@ -92,6 +96,13 @@ impl<'a> Chart<'a> {
     /// quantity (0.25, 0.5, 1, 2, ...).
     pub fn log2_x(mut self) -> Self {
         self.log2_x = true;
+        self
+    }
+
+    /// y values are log2 of the quantity (a ratio: 1/2 and 2 as far from
+    /// 1); the axis is labelled in the quantity.
+    pub fn log2_y(mut self) -> Self {
+        self.log2_y = true;
         self
     }
 
@@ -166,7 +177,7 @@ fn bounds(c: &Chart<'_>) -> (f64, f64, f64) {
 fn legend_place(
     c: &Chart<'_>,
     (w, h): (u32, u32),
-    (x0, x1, y1): (f64, f64, f64),
+    (x0, x1, y0, y1): (f64, f64, f64, f64),
 ) -> (SeriesLabelPosition, Option<f64>) {
     use SeriesLabelPosition::{LowerLeft, LowerRight, UpperLeft, UpperRight};
     let names = c.series.iter().chain(&c.curves).map(|s| s.name.as_str());
@@ -209,10 +220,11 @@ fn legend_place(
         } else {
             (x0, x0 + fx * dx)
         };
+        let dy = y1 - y0;
         let ys = if upper {
-            (y1 - fy * y1, y1)
+            (y1 - fy * dy, y1)
         } else {
-            (0.0, fy * y1)
+            (y0, y0 + fy * dy)
         };
         samples
             .iter()
@@ -268,16 +280,33 @@ where
     DB::ErrorType: 'static,
 {
     let (x0, x1, mut y1) = bounds(chart);
-    let (corner, band) = legend_place(chart, area.dim_in_pixel(), (x0, x1, y1));
+    // A log axis spans whole powers of two around the data and the lines.
+    let y0 = if chart.log2_y {
+        let ys = chart
+            .series
+            .iter()
+            .chain(&chart.curves)
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .chain(chart.hlines.iter().map(|h| h.0));
+        let (lo, hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), y| {
+            (lo.min(y), hi.max(y))
+        });
+        let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (-1.0, 1.0) };
+        y1 = hi.ceil().max(lo.floor() + 1.0);
+        lo.floor()
+    } else {
+        0.0
+    };
+    let (corner, band) = legend_place(chart, area.dim_in_pixel(), (x0, x1, y0, y1));
     if let Some(band) = band {
-        y1 /= 1.0 - band;
+        y1 = y0 + (y1 - y0) / (1.0 - band);
     }
     let mut cc = ChartBuilder::on(area)
         .caption(chart.title, ("sans-serif", 24))
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(72)
-        .build_cartesian_2d(x0..x1, 0f64..y1)
+        .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(|e| anyhow!("{e}"))?;
     let log_label = |x: &f64| {
         let v = x.exp2();
@@ -310,9 +339,21 @@ where
     } else {
         10
     };
+    let y_format: &dyn Fn(&f64) -> String = if chart.log2_y {
+        &log_label
+    } else {
+        &plain_label
+    };
+    let y_ticks = if chart.log2_y {
+        ((y1.floor() - y0.ceil()) as usize + 1).max(2)
+    } else {
+        10
+    };
     cc.configure_mesh()
         .x_labels(x_ticks)
         .x_label_formatter(x_format)
+        .y_labels(y_ticks)
+        .y_label_formatter(y_format)
         .x_desc(chart.x_label)
         .y_desc(chart.y_label)
         .label_style(("sans-serif", 16))
@@ -364,7 +405,7 @@ where
     }
     for &x in &chart.vlines {
         let style = BLACK.mix(0.35).stroke_width(1);
-        cc.draw_series(LineSeries::new(vec![(x, 0.0), (x, y1)], style))
+        cc.draw_series(LineSeries::new(vec![(x, y0), (x, y1)], style))
             .map_err(|e| anyhow!("{e}"))?;
     }
     for (y, label) in &chart.hlines {
@@ -387,6 +428,11 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A linear chart's frame: y from 0.
+    fn linear((x0, x1, y1): (f64, f64, f64)) -> (f64, f64, f64, f64) {
+        (x0, x1, 0.0, y1)
+    }
 
     fn line(name: &str, points: Vec<(f64, f64)>) -> Series {
         Series {
@@ -415,7 +461,7 @@ mod tests {
             "y",
             vec![line("rising", vec![(0.0, 0.0), (10.0, 10.0)])],
         );
-        let (corner, band) = legend_place(&chart, (1000, 560), bounds(&chart));
+        let (corner, band) = legend_place(&chart, (1000, 560), linear(bounds(&chart)));
         assert!(matches!(corner, SeriesLabelPosition::UpperLeft));
         assert_eq!(band, None);
     }
@@ -434,13 +480,13 @@ mod tests {
                 line("low", vec![(0.0, 2.0), (10.0, 20.0)]),
             ],
         );
-        let (corner, band) = legend_place(&chart, (1000, 560), bounds(&chart));
+        let (corner, band) = legend_place(&chart, (1000, 560), linear(bounds(&chart)));
         assert!(matches!(corner, SeriesLabelPosition::UpperRight));
         let band = band.expect("room added");
         assert!(band > 0.05 && band < 0.3, "{band}");
         // With a fixed range there is no room to add: the least hidden corner.
         let fixed = Chart::new("t", "x", "y", chart.series).y_max(410.0);
-        assert_eq!(legend_place(&fixed, (1000, 560), bounds(&fixed)).1, None);
+        assert_eq!(legend_place(&fixed, (1000, 560), linear(bounds(&fixed))).1, None);
     }
 
     /// The queue at every arrival zigzags up and down within a pixel
