@@ -401,7 +401,7 @@ static int dualpi2_tick(void *map, int *key, struct dualpi2_state *st)
 
 /*
  * DualPI2's enqueue on tcx: classify, decide on the state of both leaves,
- * mark or drop, and steer the packet into its leaf (skb->priority is the
+ * mark (a drop is the caller's verdict), and steer the packet into its leaf (skb->priority is the
  * htb class). Marks and drops happen here, at enqueue, where sch_dualpi2
  * drops at dequeue by default; the L step decides on the packet's own
  * coming sojourn, estimated as the L backlog over the link rate.
@@ -473,6 +473,8 @@ static __always_inline u8 dualpi2_enqueue(struct __sk_buff *ctx, struct Qdisc *q
 	}
 	if (action == QA_DROP)
 		return action;
+	if (action == QA_MARK)
+		bpf_skb_ecn_set_ce(ctx);
 	/* The wait ahead of it if its queue drains at the link rate. */
 	c_backlog = backlog > l_backlog ? backlog - l_backlog : 0;
 	est = (u64)(queue == DUALPI2_L ? l_backlog : c_backlog) * c->ns_per_kbyte >> 10;
@@ -651,9 +653,7 @@ int bottleneck_egress(struct __sk_buff *ctx)
 		}
 	} else if (cfg.mode == MARKER_DUALPI2) {
 		action = dualpi2_enqueue(ctx, q, &p, ipv4, backlog);
-		if (action == QA_MARK)
-			bpf_skb_ecn_set_ce(ctx);
-		else if (action == QA_DROP)
+		if (action == QA_DROP)
 			verdict = TC_ACT_SHOT;
 	} else if (cfg.mode == MARKER_STEP) {
 		congested = (cfg.k_pkts && qlen >= cfg.k_pkts) ||
