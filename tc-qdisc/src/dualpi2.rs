@@ -237,6 +237,36 @@ pub struct QueueWindow {
     /// Mean |sojourn - estimate|, and mean sojourn - estimate (the bias).
     pub estimate_error_ms: f64,
     pub estimate_bias_ms: f64,
+    /// The window's departures per sojourn bucket (2^DUALPI2_HIST_SHIFT ns).
+    #[serde(skip)]
+    pub hist: Vec<u64>,
+}
+
+impl QueueWindow {
+    /// The sojourn's CDF: (0 at the first non-empty bucket's lower edge,
+    /// half a bucket for the first), then one point per non-empty bucket:
+    /// (its upper edge in ms, the share of departures at or under it).
+    pub fn cdf_ms(&self) -> Vec<(f64, f64)> {
+        let total: u64 = self.hist.iter().sum();
+        let bucket_ms = f64::from(1u32 << DUALPI2_HIST_SHIFT) / 1e6;
+        let Some(first) = self.hist.iter().position(|&n| n > 0) else {
+            return Vec::new();
+        };
+        let start = (first as f64 * bucket_ms).max(bucket_ms / 2.0);
+        let mut seen = 0;
+        std::iter::once((start, 0.0))
+            .chain(
+                self.hist
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &n)| n > 0)
+                    .map(|(i, &n)| {
+                        seen += n;
+                        ((i + 1) as f64 * bucket_ms, seen as f64 / total as f64)
+                    }),
+            )
+            .collect()
+    }
 }
 
 /// Both queues over a window.
@@ -275,6 +305,7 @@ impl QueueWindow {
             sojourn_p999_ms: hist_quantile_ms(&hist, 0.999),
             estimate_error_ms: per((b.est_err_abs_ns - a.est_err_abs_ns) as f64),
             estimate_bias_ms: per(b.est_err_ns.wrapping_sub(a.est_err_ns) as f64),
+            hist,
         }
     }
 }
@@ -511,6 +542,13 @@ mod tests {
         assert!((w.sojourn_p99_ms - 30.5 * 0.032768).abs() < 1e-9, "{}", w.sojourn_p99_ms);
         assert!(w.sojourn_p999_ms > 67.0, "{}", w.sojourn_p999_ms);
         assert_eq!((w.estimate_error_ms, w.estimate_bias_ms), (0.5, -0.5));
+        let cdf = w.cdf_ms();
+        assert_eq!(cdf.len(), 4);
+        assert_eq!(cdf[0], (0.016384, 0.0));
+        assert_eq!(cdf[1], (0.032768, 0.98));
+        assert_eq!(cdf[2].1, 0.99);
+        assert_eq!(cdf[3].1, 1.0);
+        assert!(QueueWindow::default().cdf_ms().is_empty());
         assert_eq!(hist_quantile_ms(&[0; 4], 0.5), 0.0);
     }
 

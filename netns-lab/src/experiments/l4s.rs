@@ -1,12 +1,14 @@
 //! `lab l4s`: scalable and classic TCP through one bottleneck, seed 002's
 //! question as L4S (RFC 9330-9332) asks it outside the data centre. Mixes
 //! of a scalable sender (TCP Prague by default) and a classic one (cubic,
-//! ECN-capable) through each AQM this lab has: RFC 3168 RED on one queue
+//! ECN-capable) through each AQM this lab has: DualPI2 (RFC 9332's coupled
+//! dual queue, in BPF), seed 002's dual AQM, RFC 3168 RED on one queue
 //! (the classic ECN AQM a scalable sender must detect, RFC 9331 section
 //! 4.3), a shallow step on one queue (an L4S queue with no classic queue
 //! beside it: the starvation baseline) and drop-tail. Per run: each class's
 //! rate and their ratio, Jain's index, the queue in packets and
-//! milliseconds, utilization, marks and drops.
+//! milliseconds (through DualPI2, each queue's sojourn), utilization, marks
+//! and drops.
 
 use std::fmt::Write as _;
 use std::sync::atomic::AtomicBool;
@@ -138,15 +140,20 @@ impl Mix {
 ///
 /// Each mix of a scalable sender (--scalable, TCP Prague by default, with
 /// its parameters after `+`) and a classic one (--classic, cubic) runs
-/// through each AQM of one queue: rfc3168 (RED in BPF from 5 to 15 ms of
+/// through each AQM: dualpi2 (RFC 9332's coupled dual queue in BPF, its
+/// parameters as tc-dualpi2(8) names them in --dualpi2), dual (seed 002's
+/// dual AQM on one queue at its Table I row, the classic senders Not-ECT
+/// there as the seed's Reno), rfc3168 (RED in BPF from 5 to 15 ms of
 /// queue: a classic ECN AQM, where RFC 9331 asks a scalable sender to fall
 /// back to a classic response), step (a 1 ms step for every ECN-capable
-/// packet: the starvation baseline) and droptail. Every sender negotiates
-/// ECN. Per run: each class's mean rate, their ratio (scalable / classic),
+/// packet: the starvation baseline) and droptail. Every other sender
+/// negotiates ECN. Per run: each class's mean rate, their ratio (scalable / classic),
 /// Jain's index over the flows, the queue in packets and ms, utilization,
-/// marks and drops. Compare Prague's classic-ECN fallback on and off with
+/// marks and drops, and through DualPI2 each queue's sojourn. Compare
+/// Prague's classic-ECN fallback on and off with
 /// `--scalable bpf_prague+classic_ecn=1` beside `bpf_prague`. Writes
-/// results/l4s/<timestamp>/: runs.csv, runs.json, ratio.png, summary.md.
+/// results/l4s/<timestamp>/: runs.csv, runs.json, ratio.png, sojourn.png
+/// (DualPI2's queues), summary.md.
 #[derive(Debug, Clone, clap::Args)]
 pub struct L4sArgs {
     /// Short runs for tests and a first look: 12 s each, the first 4 not measured.
@@ -422,6 +429,7 @@ fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<
     }
     write_csv(out, &runs)?;
     plot_ratios(out, cfg, &runs)?;
+    plot_sojourn(out, cfg, &runs)?;
     out.write_up(&runs, &summary(cfg, &runs))?;
     Ok(runs)
 }
@@ -543,12 +551,42 @@ fn plot_ratios(out: &ResultsDir, cfg: &L4sConfig, runs: &[L4sRun]) -> Result<()>
     plot::draw(&out.file("ratio.png"), &chart)
 }
 
+/// DualPI2's sojourn CDF per queue, one series per run through it, on a
+/// log axis (L in tens of microseconds, C near the target).
+fn plot_sojourn(out: &ResultsDir, cfg: &L4sConfig, runs: &[L4sRun]) -> Result<()> {
+    let series: Vec<Series> = runs
+        .iter()
+        .filter_map(|r| r.dualpi2.as_ref().map(|d| (r, d)))
+        .flat_map(|(r, d)| {
+            [("L", &d.l), ("C", &d.c)].map(|(q, w)| Series {
+                name: format!("{q} {} {}", r.scalable, r.mix.label()),
+                points: w.cdf_ms().into_iter().map(|(ms, f)| (ms.log2(), f)).collect(),
+            })
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    if series.is_empty() {
+        return Ok(());
+    }
+    let title = format!(
+        "DualPI2: sojourn per queue, {} at {}",
+        fmt_rate(cfg.rate_bps),
+        fmt_duration(cfg.rtt)
+    );
+    let target = cfg.dualpi2.target.as_secs_f64() * 1e3;
+    let chart = Chart::new(&title, "sojourn (ms)", "share of packets at or under", series)
+        .log2_x()
+        .vline(target.log2())
+        .y_max(1.0);
+    plot::draw(&out.file("sojourn.png"), &chart)
+}
+
 fn summary(cfg: &L4sConfig, runs: &[L4sRun]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Scalable and classic TCP through one queue (L4S, seed 002)\n");
     let _ = writeln!(
         s,
-        "{} bottleneck, {} round trip (BDP {:.0} packets), buffer {} packets; every sender negotiates ECN. \
+        "{} bottleneck, {} round trip (BDP {:.0} packets), buffer {} packets; every sender negotiates ECN but the classic ones behind dual. \
          {:.0} s per run, the first {:.0} s not measured. AQMs: dualpi2 = RFC 9332's coupled dual queue \
          (bpf-dualpi2: {}); dual = seed 002's dual AQM on one queue at Table I's M = BDP / 4, K = 1.73 M \
          (ECN-capable packets marked at K, Not-ECT ones dropped by RED from M to 3 M; classic senders Not-ECT \
