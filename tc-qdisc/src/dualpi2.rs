@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::PKT_BYTES;
 use crate::intf::{
-    dualpi2_config, dualpi2_decision, dualpi2_update, queue_action_QA_DROP, queue_action_QA_MARK,
-    dualpi2_queue_stats, queue_action_QA_PASS, DUALPI2_C, DUALPI2_HIST_SHIFT, DUALPI2_L,
+    dualpi2_config, dualpi2_decision, dualpi2_queue_stats, dualpi2_update, queue_action_QA_DROP,
+    queue_action_QA_MARK, queue_action_QA_PASS, DUALPI2_C, DUALPI2_HIST_SHIFT, DUALPI2_L,
     DUALPI2_PROB_ONE,
 };
 
@@ -278,7 +278,10 @@ pub struct Dualpi2Window {
 
 impl Dualpi2Window {
     /// From the counters read at the window's start and at its end.
-    pub fn between(start: &[dualpi2_queue_stats; 2], end: &[dualpi2_queue_stats; 2]) -> Dualpi2Window {
+    pub fn between(
+        start: &[dualpi2_queue_stats; 2],
+        end: &[dualpi2_queue_stats; 2],
+    ) -> Dualpi2Window {
         let i = |q: u32| q as usize;
         Dualpi2Window {
             l: QueueWindow::between(&start[i(DUALPI2_L)], &end[i(DUALPI2_L)]),
@@ -415,7 +418,7 @@ pub fn first_update_mismatch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::intf::DUALPI2_HIST_BUCKETS;
+    use crate::intf::{dualpi2_update, DUALPI2_HIST_BUCKETS};
 
     fn cfg() -> dualpi2_config {
         Dualpi2::default().to_bpf(50_000_000)
@@ -457,6 +460,51 @@ mod tests {
             calculate_probability(&c2, DUALPI2_PROB_ONE / 2, 100 * ms, 0),
             DUALPI2_PROB_ONE / 2
         );
+    }
+
+    /// The edges: a rise or fall smaller than one unit leaves p' as it
+    /// was (no wrap to 1 or to 0); a fall by alpha alone.
+    #[test]
+    fn the_controller_keeps_p_through_steps_below_its_resolution() {
+        let c = cfg();
+        let t = c.target_ns;
+        let p = 1_000_000_000;
+        assert_eq!(calculate_probability(&c, p, t + 1, t + 1), p);
+        assert_eq!(calculate_probability(&c, p, t - 1, t - 1), p);
+        assert_eq!(
+            calculate_probability(&c, p, t - 1_000_000, t - 1_000_000),
+            p - 687_500
+        );
+    }
+
+    /// Replaying the model's own updates finds nothing; a tampered one is
+    /// named with the model's value.
+    #[test]
+    fn a_replay_names_the_first_update_the_model_disagrees_with() {
+        let c = cfg();
+        let ms = 1_000_000u64;
+        let mut updates = Vec::new();
+        let (mut prob, mut last) = (0u32, 0u64);
+        for q in [16, 18, 20, 14, 15] {
+            let after = calculate_probability(&c, prob, q * ms, last);
+            updates.push(dualpi2_update {
+                qdelay_l: 0,
+                qdelay_c: q * ms,
+                last_qdelay: last,
+                prob_before: prob,
+                prob_after: after,
+                ..Default::default()
+            });
+            (prob, last) = (after, q * ms);
+        }
+        assert_eq!(first_update_mismatch(&c, &updates), None);
+        let want = updates[2].prob_after;
+        updates[2].prob_after += 1;
+        assert_eq!(first_update_mismatch(&c, &updates), Some((2, want)));
+        // The larger queue's delay counts.
+        updates[2].prob_after = want;
+        (updates[3].qdelay_l, updates[3].qdelay_c) = (updates[3].qdelay_c, 0);
+        assert_eq!(first_update_mismatch(&c, &updates), None);
     }
 
     fn arrival(queue: u32, ecn: u8, prob: u32) -> dualpi2_decision {
@@ -501,6 +549,31 @@ mod tests {
         assert_eq!(decide(&c, &o), (queue_action_QA_DROP, false));
     }
 
+    /// k p' exactly 1 is not overload (k = 3, p' = 1/3): marked by the
+    /// coupling, not dropped by the classic rule. The step in packets.
+    #[test]
+    fn overload_starts_above_k_p_of_one_and_the_step_counts_packets_when_asked() {
+        let mut c = cfg();
+        c.coupling = 3;
+        let mut d = arrival(DUALPI2_L, 1, 0x5555_5555);
+        d.roll_l = DUALPI2_PROB_ONE;
+        assert_eq!(decide(&c, &d), (queue_action_QA_MARK, false));
+        d.prob += 1;
+        assert_eq!(decide(&c, &d), (queue_action_QA_DROP, false));
+        let mut c = cfg();
+        (c.step_pkts, c.min_qlen_step) = (5, 2);
+        let mut d = arrival(DUALPI2_L, 1, 0);
+        d.roll_l = 1;
+        d.l_qlen = 4;
+        d.l_backlog = u32::MAX;
+        assert_eq!(decide(&c, &d), (queue_action_QA_PASS, false));
+        d.l_qlen = 5;
+        assert_eq!(decide(&c, &d), (queue_action_QA_MARK, true));
+        // Not while the L queue holds fewer than min_qlen_step.
+        (c.step_pkts, c.min_qlen_step) = (0, 6);
+        assert_eq!(decide(&c, &d), (queue_action_QA_PASS, false));
+    }
+
     #[test]
     fn ect1_and_ce_join_l_by_default_and_any_ect_with_any_ect() {
         let c = cfg();
@@ -527,19 +600,30 @@ mod tests {
         a.hist[0] = 10;
         a.departures = 10;
         a.sojourn_ns = 1_000;
+        (a.arrivals, a.marked, a.step_marked, a.dropped, a.taildrop) = (50, 5, 4, 3, 2);
         let mut b = a;
+        (b.arrivals, b.marked, b.step_marked, b.dropped, b.taildrop) = (150, 15, 8, 9, 3);
         b.hist[0] += 98;
         b.hist[30] += 1;
         b.hist[DUALPI2_HIST_BUCKETS as usize - 1] += 1;
         b.departures += 100;
         b.sojourn_ns += 100 * 2_000_000;
         b.est_err_ns = a.est_err_ns.wrapping_sub(100 * 500_000);
-        b.est_err_abs_ns = 100 * 500_000;
+        a.est_err_abs_ns = 7_000;
+        b.est_err_abs_ns = 7_000 + 100 * 500_000;
         let w = QueueWindow::between(&a, &b);
+        assert_eq!(
+            (w.arrivals, w.marked, w.step_marked, w.dropped, w.taildrop),
+            (100, 10, 4, 6, 1)
+        );
         assert_eq!(w.departures, 100);
         assert_eq!(w.sojourn_mean_ms, 2.0);
         assert_eq!(w.sojourn_p50_ms, 0.016384);
-        assert!((w.sojourn_p99_ms - 30.5 * 0.032768).abs() < 1e-9, "{}", w.sojourn_p99_ms);
+        assert!(
+            (w.sojourn_p99_ms - 30.5 * 0.032768).abs() < 1e-9,
+            "{}",
+            w.sojourn_p99_ms
+        );
         assert!(w.sojourn_p999_ms > 67.0, "{}", w.sojourn_p999_ms);
         assert_eq!((w.estimate_error_ms, w.estimate_bias_ms), (0.5, -0.5));
         let cdf = w.cdf_ms();
@@ -549,6 +633,22 @@ mod tests {
         assert_eq!(cdf[2].1, 0.99);
         assert_eq!(cdf[3].1, 1.0);
         assert!(QueueWindow::default().cdf_ms().is_empty());
+        // A first sample in bucket 3 starts the curve at its lower edge.
+        let mut later = dualpi2_queue_stats::default();
+        later.hist[3] = 2;
+        later.hist[5] = 2;
+        let w = QueueWindow::between(&dualpi2_queue_stats::default(), &later);
+        assert_eq!(
+            w.cdf_ms(),
+            [
+                (3.0 * 0.032768, 0.0),
+                (4.0 * 0.032768, 0.5),
+                (6.0 * 0.032768, 1.0)
+            ]
+        );
+        // Both queues at once, L first.
+        let both = Dualpi2Window::between(&[a, dualpi2_queue_stats::default()], &[b, later]);
+        assert_eq!((both.l.departures, both.c.hist[3]), (100, 2));
         assert_eq!(hist_quantile_ms(&[0; 4], 0.5), 0.0);
     }
 
@@ -561,6 +661,14 @@ mod tests {
         assert_eq!(d.ecn_mask, EcnMask::AnyEct);
         assert!(!d.drop_overload);
         assert_eq!(Dualpi2::parse("").unwrap(), Dualpi2::default());
+        let d =
+            Dualpi2::parse("beta=1.5,min_qlen_step=3,ecn_mask=l4s_ect,step_thresh=2ms").unwrap();
+        assert_eq!((d.beta, d.min_qlen_step), (1.5, 3));
+        assert_eq!(d.ecn_mask, EcnMask::L4sEct);
+        assert_eq!(d.step_thresh, Step::Time(Duration::from_millis(2)));
+        // The message gives the value it refused, in ms.
+        let e = format!("{:#}", Dualpi2::parse("tupdate=500us").unwrap_err());
+        assert!(e.contains("tupdate 0.5 ms"), "{e}");
         for (bad, says) in [
             ("targets=5ms", "unknown parameter"),
             ("target", "not name=value"),
