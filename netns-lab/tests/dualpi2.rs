@@ -23,18 +23,8 @@ const ECT0: u8 = 2;
 
 /// The packets each leaf qdisc (110: L, 120: C) sent, from tc.
 fn leaf_sent(star: &Star) -> (u64, u64) {
-    let out = tc_qdisc::tc::tc(
-        star.switch.name(),
-        &["-s", "-j", "qdisc", "show", "dev", &star.bottleneck_if],
-    )
-    .unwrap();
-    let qdiscs: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
-    let sent = |handle: &str| {
-        qdiscs
-            .iter()
-            .find(|q| q["handle"] == handle)
-            .and_then(|q| q["packets"].as_u64())
-            .unwrap_or_else(|| panic!("no leaf {handle}: {out}"))
+    let sent = |handle| {
+        tc_qdisc::qdisc_stats::sent_by(star.switch.name(), &star.bottleneck_if, handle).unwrap()
     };
     (sent("110:"), sent("120:"))
 }

@@ -158,6 +158,13 @@ impl Backend {
         }
     }
 
+    /// Whether the marker drops arrivals at the limit itself (DualPI2: the
+    /// limit is both queues'), where the others leave that to the qdisc,
+    /// which counts it.
+    pub fn marker_holds_limit(&self) -> bool {
+        matches!(self, Backend::BpfDualpi2(_))
+    }
+
     /// Kernel qdisc this backend needs (module name), if any.
     pub fn kernel_qdisc(&self) -> Option<&'static str> {
         match self {

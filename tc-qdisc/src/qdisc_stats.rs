@@ -26,6 +26,18 @@ fn num(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// Packets sent by the qdisc with `handle` (e.g. `110:`, DualPI2's L leaf)
+/// on `dev`.
+pub fn sent_by(ns: &str, dev: &str, handle: &str) -> Result<u64> {
+    let out = tc(ns, &["-s", "-j", "qdisc", "show", "dev", dev])?;
+    let qdiscs: Vec<Value> = serde_json::from_str(&out).context("parsing tc -j output")?;
+    let q = qdiscs
+        .iter()
+        .find(|q| q.get("handle").and_then(Value::as_str) == Some(handle))
+        .with_context(|| format!("no qdisc {handle} on {dev}"))?;
+    Ok(num(q, "packets"))
+}
+
 /// Counters of the shaper (the root qdisc) and its child queue on `dev`.
 /// The root counts every drop in its tree: a child's drop fails the root's
 /// enqueue too.

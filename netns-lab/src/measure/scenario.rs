@@ -432,9 +432,7 @@ pub fn run(
     let utilization = sent as f64 * 8.0 / (scn.bottleneck.rate_bps as f64 * sent_s);
     let bpf_marks = end_m.marked - m0.marked;
     let qdisc_marks = end_q.marks - q0.marks;
-    // DualPI2 drops at its limit itself (the other backends leave that to
-    // the qdisc, which counts it).
-    let held_limit = matches!(scn.bottleneck.backend, tc_qdisc::Backend::BpfDualpi2(_));
+    let held_limit = scn.bottleneck.backend.marker_holds_limit();
     let drops = (end_q.drops - q0.drops)
         + (end_m.dropped - m0.dropped)
         + if held_limit { end_m.taildrop - m0.taildrop } else { 0 };
