@@ -450,6 +450,31 @@ impl RedProfile {
 mod tests {
     use super::*;
 
+    /// Only DualPI2 drops at the limit itself (both queues' limit); the
+    /// others' pfifo or kernel qdisc does, and counts it.
+    #[test]
+    fn only_dualpi2_holds_the_limit_in_the_marker() {
+        assert!(Backend::BpfDualpi2(Default::default()).marker_holds_limit());
+        for b in [Backend::Droptail, Backend::BpfStep { k: 4 }, Backend::red_step(4)] {
+            assert!(!b.marker_holds_limit(), "{b:?}");
+        }
+    }
+
+    /// DualPI2's marker config: its mode, its parameters at the rate, the
+    /// buffer as the limit over both queues.
+    #[test]
+    fn dualpi2_configures_the_marker_with_its_parameters_at_the_rate() {
+        let d = crate::dualpi2::Dualpi2::default();
+        let c = Backend::BpfDualpi2(d.clone()).marker_config(425, 50_000_000, 1);
+        assert_eq!(c.mode, crate::intf::marker_mode_MARKER_DUALPI2);
+        let want = d.to_bpf(50_000_000);
+        assert_eq!(
+            (c.dualpi2.step_bytes, c.dualpi2.alpha, c.dualpi2.target_ns, c.dualpi2.l_classid),
+            (want.step_bytes, want.alpha, want.target_ns, want.l_classid)
+        );
+        assert_eq!(c.limit_pkts, 425);
+    }
+
     #[test]
     fn each_marking_reads_its_own_name_and_builds_that_backend_at_k() {
         for m in Marking::ALL {

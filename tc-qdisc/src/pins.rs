@@ -143,3 +143,34 @@ pub fn sum_stats(map: &MapHandle) -> Result<marker_stats> {
         .context("marker_stats: empty map")?;
     sum_per_cpu(&per_cpu).context("marker_stats: a value shorter than the struct")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A queue's live counters: early and tail drops together.
+    #[test]
+    fn a_dualpi2_queue_reads_with_its_drops_summed() {
+        let q = dualpi2_queue_stats {
+            arrivals: 100,
+            marked: 7,
+            step_marked: 3,
+            dropped: 2,
+            taildrop: 5,
+            departures: 90,
+            sojourn_ns: 1_000,
+            ..Default::default()
+        };
+        assert_eq!(
+            QueueNow::from(&q),
+            QueueNow {
+                arrivals: 100,
+                marked: 7,
+                step_marked: 3,
+                dropped: 7,
+                departures: 90,
+                sojourn_ns: 1_000,
+            }
+        );
+    }
+}
