@@ -10,7 +10,7 @@ fn main() {
         .skeleton("src/bpf/faults.bpf.c", "faults")
         .bindings(
             "src/bpf/intf.h",
-            "marker_.*|red_profile|class_counts|queue_.*|probe_batches|rx_flow_.*|fault_.*|dualpi2_.*",
+            "marker_.*|red_profile|class_counts|queue_.*|probe_batches|rx_flow_.*|fault_.*|dualpi2_.*|link_rate",
             "MARKER_.*|PROBE_BATCH|FAULT_.*|DUALPI2_.*",
         )
         .watch("src/bpf");

@@ -8,6 +8,11 @@ pub const MAX: Duration = Duration::from_secs(1);
 /// Parses a duration with its unit: `100us`, `8ms`, `2.5ms`, `1s`, `500ns`;
 /// from 1 us to [`MAX`].
 pub fn parse(s: &str) -> Result<Duration, String> {
+    parse_up_to(s, MAX)
+}
+
+/// [`parse`] for a time within a run (a rate schedule's), up to `max`.
+pub fn parse_up_to(s: &str, max: Duration) -> Result<Duration, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| c.is_ascii_alphabetic() || c == 'µ')
@@ -28,8 +33,8 @@ pub fn parse(s: &str) -> Result<Duration, String> {
         return Err(format!("`{s}` must be positive"));
     }
     let d = Duration::from_secs_f64(v * scale);
-    if d > MAX {
-        return Err(format!("`{s}` is above the lab's limit of 1s"));
+    if d > max {
+        return Err(format!("`{s}` is above the lab's limit of {max:?}"));
     }
     if d < Duration::from_micros(1) {
         return Err(format!("`{s}` is below the lab's resolution of 1us"));

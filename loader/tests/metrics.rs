@@ -165,7 +165,8 @@ fn serve_reads_its_own_flows_marks_and_the_switch_beside_another_flow() {
     let pins = Path::new(dctcp_utils::bpffs::LAB_ROOT).join(star.prefix.as_str());
     let sw = BpfSwitch::start(
         Some(&pins),
-        b.backend.marker_config(b.buffer_pkts, b.rate_bps, 1),
+        b.backend.marker_config(b.buffer_pkts, 1),
+        b.rate_bps,
         false,
         &star.switch.path(),
         &star.bottleneck_if,

@@ -41,11 +41,12 @@ fn dualpi2_decides_as_its_model_and_steers_each_class_into_its_queue() {
     };
     b.validate().unwrap();
     b.install(star.switch.name(), &star.bottleneck_if).unwrap();
-    let mut cfg = b.backend.marker_config(BUFFER, RATE, 1);
+    let mut cfg = b.backend.marker_config(BUFFER, 1);
     cfg.dualpi2.trace = 1;
     let mut sw = BpfSwitch::start(
         None,
         cfg,
+        RATE,
         false,
         &star.switch.path(),
         &star.bottleneck_if,
@@ -95,7 +96,14 @@ fn dualpi2_decides_as_its_model_and_steers_each_class_into_its_queue() {
         "{} decisions",
         trace.decisions.len()
     );
+    let ns_per_kbyte = tc_qdisc::marker::link_rate(RATE).ns_per_kbyte;
     for d in &trace.decisions {
+        // The step's wait: the L backlog at the link's rate.
+        assert_eq!(
+            d.l_wait_ns,
+            dualpi2::estimated_wait_ns(d.l_backlog, ns_per_kbyte),
+            "{d:?}"
+        );
         let want = dualpi2::decide(&dc, d);
         assert_eq!(
             (u32::from(d.action), d.step != 0),
@@ -203,5 +211,104 @@ fn dualpi2_decides_as_its_model_and_steers_each_class_into_its_queue() {
         "L {} ns against C {} ns",
         mean(&l),
         mean(&c)
+    );
+}
+
+/// A rate change mid-run moves the link (htb's classes, both leaves) and
+/// the marker's clock together: the L queue drains at the new rate, and
+/// every decision after the change estimates its wait at that rate.
+#[test]
+fn a_rate_change_moves_the_link_and_the_markers_estimate_together() {
+    require_root();
+    let _serial = serial();
+    const AFTER: u64 = RATE / 2;
+    // A 1,000-byte UDP payload on the wire.
+    const WIRE: f64 = (1000 + 8 + 20 + 14) as f64 * 8.0;
+    let star = Star::build(&StarSpec::senders(1)).unwrap();
+    let b = Bottleneck {
+        rate_bps: RATE,
+        buffer_pkts: BUFFER,
+        backend: Backend::BpfDualpi2(Dualpi2::default()),
+    };
+    b.install(star.switch.name(), &star.bottleneck_if).unwrap();
+    let mut cfg = b.backend.marker_config(BUFFER, 1);
+    cfg.dualpi2.trace = 1;
+    let mut sw = BpfSwitch::start(
+        None,
+        cfg,
+        RATE,
+        false,
+        &star.switch.path(),
+        &star.bottleneck_if,
+        &star.receiver.ns.path(),
+        &star.receiver.ifname,
+    )
+    .unwrap();
+    let l_sent = || (leaf_sent(&star).0, dctcp_utils::clock::monotonic_ns());
+    let rate =
+        |a: (u64, u64), b: (u64, u64)| (b.0 - a.0) as f64 * WIRE / ((b.1 - a.1) as f64 / 1e9);
+    // ECT(1) at about 13 Mbit/s for 1.4 s: the L queue never empties, at
+    // 10 Mbit/s and after the change to 5.
+    let (before, changed, after) = std::thread::scope(|s| {
+        s.spawn(|| {
+            star.senders[0]
+                .ns
+                .run(|| {
+                    let sock = udp_with_tos(ECT1);
+                    let start = Instant::now();
+                    let mut next = start;
+                    while start.elapsed() < Duration::from_millis(1400) {
+                        sock.send_to(&[0u8; 1000], (RECEIVER_ADDR, 9)).unwrap();
+                        next += Duration::from_micros(600);
+                        if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                            std::thread::sleep(wait);
+                        }
+                    }
+                })
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        let p0 = l_sent();
+        std::thread::sleep(Duration::from_millis(400));
+        let p1 = l_sent();
+        let t_a = dctcp_utils::clock::monotonic_ns();
+        b.set_rate(star.switch.name(), &star.bottleneck_if, AFTER)
+            .unwrap();
+        sw.set_rate(AFTER).unwrap();
+        let t_b = dctcp_utils::clock::monotonic_ns();
+        std::thread::sleep(Duration::from_millis(100));
+        let p2 = l_sent();
+        std::thread::sleep(Duration::from_millis(500));
+        let p3 = l_sent();
+        (rate(p0, p1), (t_a, t_b), rate(p2, p3))
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let trace = sw.take_dualpi2_trace().unwrap();
+    eprintln!("L leaf sent {before:.0} bit/s before, {after:.0} after the change");
+    assert!(
+        (before / RATE as f64 - 1.0).abs() < 0.15,
+        "{before} bit/s at 10 Mbit/s"
+    );
+    assert!(
+        (after / AFTER as f64 - 1.0).abs() < 0.15,
+        "{after} bit/s at 5 Mbit/s"
+    );
+
+    let wait_at = |rate: u64, d: &tc_qdisc::intf::dualpi2_decision| {
+        dualpi2::estimated_wait_ns(d.l_backlog, tc_qdisc::marker::link_rate(rate).ns_per_kbyte)
+    };
+    let (mut old, mut new) = (0, 0);
+    for d in trace.decisions.iter().filter(|d| d.l_backlog > 0) {
+        if d.ts_ns < changed.0 {
+            assert_eq!(d.l_wait_ns, wait_at(RATE, d), "before the change: {d:?}");
+            old += 1;
+        } else if d.ts_ns > changed.1 {
+            assert_eq!(d.l_wait_ns, wait_at(AFTER, d), "after the change: {d:?}");
+            new += 1;
+        }
+    }
+    assert!(
+        old > 500 && new > 500,
+        "{old} decisions before, {new} after"
     );
 }

@@ -45,7 +45,8 @@ fn switch_probing(backend: Backend, departures: bool, sample: u32) -> (Star, Bpf
     b.install(star.switch.name(), &star.bottleneck_if).unwrap();
     let sw = BpfSwitch::start(
         None,
-        b.backend.marker_config(BUFFER, b.rate_bps, sample),
+        b.backend.marker_config(BUFFER, sample),
+        b.rate_bps,
         departures,
         &star.switch.path(),
         &star.bottleneck_if,

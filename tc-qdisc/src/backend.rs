@@ -320,10 +320,11 @@ impl Backend {
         }
     }
 
-    /// What the BPF program on the bottleneck does for this backend at a
-    /// link of `rate_bps`. It always probes; it marks only for the BPF
-    /// backends.
-    pub fn marker_config(&self, buffer_pkts: u32, rate_bps: u64, sample: u32) -> marker_config {
+    /// What the BPF program on the bottleneck does for this backend. It
+    /// always probes; it marks only for the BPF backends. What depends on
+    /// the link's rate is the switch's `link_rate` ([`crate::marker::link_rate`]),
+    /// which can change mid-run.
+    pub fn marker_config(&self, buffer_pkts: u32, sample: u32) -> marker_config {
         let mut c = marker_config {
             mode: marker_mode_MARKER_PROBE,
             sample,
@@ -353,12 +354,10 @@ impl Backend {
                 c.mode = marker_mode_MARKER_DUAL;
                 c.ect = ect.to_bpf();
                 c.not_ect = not_ect.to_bpf();
-                c.idle_pkt_ns =
-                    (f64::from(PKT_BYTES) * 8e9 / rate_bps.max(1) as f64).round() as u32;
             }
             Backend::BpfDualpi2(ref d) => {
                 c.mode = marker_mode_MARKER_DUALPI2;
-                c.dualpi2 = d.to_bpf(rate_bps);
+                c.dualpi2 = d.to_bpf();
             }
             _ => {}
         }
@@ -455,22 +454,31 @@ mod tests {
     #[test]
     fn only_dualpi2_holds_the_limit_in_the_marker() {
         assert!(Backend::BpfDualpi2(Default::default()).marker_holds_limit());
-        for b in [Backend::Droptail, Backend::BpfStep { k: 4 }, Backend::red_step(4)] {
+        for b in [
+            Backend::Droptail,
+            Backend::BpfStep { k: 4 },
+            Backend::red_step(4),
+        ] {
             assert!(!b.marker_holds_limit(), "{b:?}");
         }
     }
 
-    /// DualPI2's marker config: its mode, its parameters at the rate, the
-    /// buffer as the limit over both queues.
+    /// DualPI2's marker config: its mode, its parameters, the buffer as the
+    /// limit over both queues.
     #[test]
-    fn dualpi2_configures_the_marker_with_its_parameters_at_the_rate() {
+    fn dualpi2_configures_the_marker_with_its_parameters() {
         let d = crate::dualpi2::Dualpi2::default();
-        let c = Backend::BpfDualpi2(d.clone()).marker_config(425, 50_000_000, 1);
+        let c = Backend::BpfDualpi2(d.clone()).marker_config(425, 1);
         assert_eq!(c.mode, crate::intf::marker_mode_MARKER_DUALPI2);
-        let want = d.to_bpf(50_000_000);
+        let want = d.to_bpf();
         assert_eq!(
-            (c.dualpi2.step_bytes, c.dualpi2.alpha, c.dualpi2.target_ns, c.dualpi2.l_classid),
-            (want.step_bytes, want.alpha, want.target_ns, want.l_classid)
+            (
+                c.dualpi2.step_ns,
+                c.dualpi2.alpha,
+                c.dualpi2.target_ns,
+                c.dualpi2.l_classid
+            ),
+            (want.step_ns, want.alpha, want.target_ns, want.l_classid)
         );
         assert_eq!(c.limit_pkts, 425);
     }
@@ -548,9 +556,9 @@ mod tests {
     /// A backend that does not mark still probes, one arrival in `sample`.
     #[test]
     fn every_backend_probes_at_its_sample() {
-        let c = Backend::Droptail.marker_config(100, 1_000_000_000, 7);
+        let c = Backend::Droptail.marker_config(100, 7);
         assert_eq!((c.mode, c.sample), (marker_mode_MARKER_PROBE, 7));
-        let c = Backend::BpfStep { k: 5 }.marker_config(100, 1_000_000_000, 3);
+        let c = Backend::BpfStep { k: 5 }.marker_config(100, 3);
         assert_eq!(
             (c.mode, c.sample, c.k_pkts),
             (marker_mode_MARKER_STEP, 3, 5)
@@ -626,27 +634,17 @@ mod tests {
 
     #[test]
     fn marker_modes() {
+        assert_eq!(Backend::BpfStep { k: 20 }.marker_config(100, 1).k_pkts, 20);
         assert_eq!(
-            Backend::BpfStep { k: 20 }
-                .marker_config(100, 100_000_000, 1)
-                .k_pkts,
-            20
-        );
-        assert_eq!(
-            Backend::Droptail.marker_config(100, 100_000_000, 1).mode,
+            Backend::Droptail.marker_config(100, 1).mode,
             marker_mode_MARKER_PROBE
         );
-        assert_eq!(
-            Backend::Droptail
-                .marker_config(100, 100_000_000, 1)
-                .limit_pkts,
-            100
-        );
+        assert_eq!(Backend::Droptail.marker_config(100, 1).limit_pkts, 100);
         assert_eq!(
             Backend::FqCodel {
                 ce_threshold_us: 1000
             }
-            .marker_config(100, 100_000_000, 1)
+            .marker_config(100, 1)
             .limit_pkts,
             0
         );
@@ -656,7 +654,7 @@ mod tests {
             max_p: 0.1,
             wlog: 9,
         }
-        .marker_config(100, 100_000_000, 1);
+        .marker_config(100, 1);
         assert_eq!(red.red_max_p, 6554);
     }
 
@@ -676,7 +674,7 @@ mod tests {
             not_ect: reno_profile(3_906),
         };
         b.validate(200).unwrap();
-        let c = b.marker_config(200, 10_000_000, 1);
+        let c = b.marker_config(200, 1);
         assert_eq!(c.mode, marker_mode_MARKER_DUAL);
         assert_eq!(
             (c.ect.min_bytes, c.ect.max_bytes, c.ect.max_p, c.ect.wlog),
@@ -691,8 +689,6 @@ mod tests {
             ),
             (3_906, 11_718, 6_554, 9)
         );
-        // 1514 bytes at 10 Mbit/s.
-        assert_eq!(c.idle_pkt_ns, 1_211_200);
         assert_eq!(c.limit_pkts, 200);
         assert!((reno_profile(1).effective_weight() - 0.001_953_125).abs() < 1e-12);
     }

@@ -47,6 +47,14 @@ impl Bottleneck {
         self.backend.runs_on(crate::marker::kernel())
     }
 
+    /// The same link at another rate (a step of a rate schedule).
+    pub fn at_rate(&self, rate_bps: u64) -> Bottleneck {
+        Bottleneck {
+            rate_bps,
+            ..self.clone()
+        }
+    }
+
     /// Token bucket depth: 40 us of line rate (3 packets at 1 Gbit/s), at
     /// least two packets. In hysteresis mode htb sends a burst per timer, and
     /// the queue drains in steps of it that every arrival sees: at 100 us
@@ -60,23 +68,15 @@ impl Bottleneck {
     /// Installs the shaper and the backend's queue on `dev` in namespace `ns`.
     pub fn install(&self, ns: &str, dev: &str) -> Result<()> {
         self.validate()?;
-        let rate = format!("{}bit", self.rate_bps);
-        let burst = self.burst_bytes().to_string();
         tc(
             ns,
             &[
                 "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1",
             ],
         )?;
-        tc(
-            ns,
-            &[
-                "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rate,
-                "ceil", &rate, "burst", &burst, "cburst", &burst,
-            ],
-        )?;
-        if let Backend::BpfDualpi2(d) = &self.backend {
-            return self.install_dual_queue(ns, dev, d.classic_protection);
+        self.link_class(ns, dev, "add")?;
+        if let Backend::BpfDualpi2(_) = &self.backend {
+            return self.install_dual_queue(ns, dev);
         }
         let child = self.backend.child_qdisc(self.buffer_pkts, self.rate_bps);
         let mut args = vec!["qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:"];
@@ -90,6 +90,45 @@ impl Bottleneck {
         })?;
         Ok(())
     }
+
+    /// Moves the installed link on `dev` to `rate_bps` (htb's classes
+    /// changed in place: the queues keep what they hold). The BPF switch's
+    /// own figure of the rate is [`crate::BpfSwitch::set_rate`]; a kernel
+    /// qdisc under the link keeps the rate it was installed with (RED's
+    /// `bandwidth` only ages its average over idle time).
+    pub fn set_rate(&self, ns: &str, dev: &str, rate_bps: u64) -> Result<()> {
+        let moved = self.at_rate(rate_bps);
+        moved.validate()?;
+        moved.link_class(ns, dev, "change")?;
+        if let Backend::BpfDualpi2(_) = &self.backend {
+            for leaf in moved.dual_queue_leaves() {
+                moved.leaf_class(ns, dev, "change", &leaf)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The link's class 1:1 at the rate (`verb`: add or change).
+    fn link_class(&self, ns: &str, dev: &str, verb: &str) -> Result<()> {
+        let rate = format!("{}bit", self.rate_bps);
+        let burst = self.burst_bytes().to_string();
+        tc(
+            ns,
+            &[
+                "class", verb, "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &rate,
+                "ceil", &rate, "burst", &burst, "cburst", &burst,
+            ],
+        )
+        .map(drop)
+    }
+}
+
+/// One of DualPI2's htb leaves under the link.
+struct Leaf {
+    classid: u32,
+    handle: &'static str,
+    rate_bps: u64,
+    prio: &'static str,
 }
 
 impl Bottleneck {
@@ -99,34 +138,69 @@ impl Bottleneck {
     /// borrow the whole link: L goes first, C keeps its share when both
     /// wait (sch_dualpi2's weighted round robin, by htb). Each leaf's pfifo
     /// takes the whole buffer: the marker holds the limit over both.
-    fn install_dual_queue(&self, ns: &str, dev: &str, classic_pct: u32) -> Result<()> {
-        let burst = self.burst_bytes().to_string();
-        let ceil = format!("{}bit", self.rate_bps);
-        let c_rate = (self.rate_bps * u64::from(classic_pct) / 100).max(8);
-        let l_rate = self.rate_bps.saturating_sub(c_rate).max(8);
+    fn install_dual_queue(&self, ns: &str, dev: &str) -> Result<()> {
         let limit = self.buffer_pkts.to_string();
-        for (classid, handle, rate, prio) in [
-            (L_CLASSID, "110:", l_rate, "0"),
-            (C_CLASSID, "120:", c_rate, "1"),
-        ] {
-            let class = format!("1:{:x}", classid & 0xffff);
-            let rate = format!("{rate}bit");
+        for leaf in self.dual_queue_leaves() {
+            self.leaf_class(ns, dev, "add", &leaf)?;
+            let class = format!("1:{:x}", leaf.classid & 0xffff);
             tc(
                 ns,
                 &[
-                    "class", "add", "dev", dev, "parent", "1:1", "classid", &class, "htb", "rate",
-                    &rate, "ceil", &ceil, "burst", &burst, "cburst", &burst, "prio", prio,
-                ],
-            )?;
-            tc(
-                ns,
-                &[
-                    "qdisc", "add", "dev", dev, "parent", &class, "handle", handle, "pfifo",
-                    "limit", &limit,
+                    "qdisc",
+                    "add",
+                    "dev",
+                    dev,
+                    "parent",
+                    &class,
+                    "handle",
+                    leaf.handle,
+                    "pfifo",
+                    "limit",
+                    &limit,
                 ],
             )?;
         }
         Ok(())
+    }
+
+    /// The L and C leaves at this link's rate.
+    fn dual_queue_leaves(&self) -> [Leaf; 2] {
+        let classic_pct = match &self.backend {
+            Backend::BpfDualpi2(d) => d.classic_protection,
+            _ => 0,
+        };
+        let c_rate = (self.rate_bps * u64::from(classic_pct) / 100).max(8);
+        let l_rate = self.rate_bps.saturating_sub(c_rate).max(8);
+        [
+            Leaf {
+                classid: L_CLASSID,
+                handle: "110:",
+                rate_bps: l_rate,
+                prio: "0",
+            },
+            Leaf {
+                classid: C_CLASSID,
+                handle: "120:",
+                rate_bps: c_rate,
+                prio: "1",
+            },
+        ]
+    }
+
+    /// A leaf's class: its guaranteed rate, the link's as its ceiling.
+    fn leaf_class(&self, ns: &str, dev: &str, verb: &str, leaf: &Leaf) -> Result<()> {
+        let burst = self.burst_bytes().to_string();
+        let ceil = format!("{}bit", self.rate_bps);
+        let class = format!("1:{:x}", leaf.classid & 0xffff);
+        let rate = format!("{}bit", leaf.rate_bps);
+        tc(
+            ns,
+            &[
+                "class", verb, "dev", dev, "parent", "1:1", "classid", &class, "htb", "rate",
+                &rate, "ceil", &ceil, "burst", &burst, "cburst", &burst, "prio", leaf.prio,
+            ],
+        )
+        .map(drop)
     }
 }
 

@@ -138,13 +138,12 @@ impl Dualpi2 {
         Ok(())
     }
 
-    /// The program's config at a link of `rate_bps`.
-    pub fn to_bpf(&self, rate_bps: u64) -> dualpi2_config {
-        let (step_bytes, step_pkts) = match self.step_thresh {
-            Step::Time(t) => (
-                (t.as_nanos() as f64 * rate_bps as f64 / 8e9).round() as u32,
-                0,
-            ),
+    /// The program's config (what depends on the link's rate is its
+    /// `link_rate`).
+    pub fn to_bpf(&self) -> dualpi2_config {
+        let (step_ns, step_pkts) = match self.step_thresh {
+            // validate keeps it under 1 s.
+            Step::Time(t) => (t.as_nanos() as u32, 0),
             Step::Packets(p) => (0, p),
         };
         dualpi2_config {
@@ -152,13 +151,12 @@ impl Dualpi2 {
             tupdate_ns: self.tupdate.as_nanos() as u32,
             alpha: scale_gain(self.alpha),
             beta: scale_gain(self.beta),
-            step_bytes,
+            step_ns,
             step_pkts,
             min_qlen_step: self.min_qlen_step,
             coupling: self.coupling_factor,
             drop_overload: self.drop_overload.into(),
             min_backlog: 2 * PKT_BYTES,
-            ns_per_kbyte: (1024.0 * 8e9 / rate_bps.max(1) as f64).round() as u32,
             ecn_mask: match self.ecn_mask {
                 EcnMask::L4sEct => 1,
                 EcnMask::AnyEct => 3,
@@ -393,13 +391,20 @@ pub fn decide(c: &dualpi2_config, d: &dualpi2_decision) -> (u32, bool) {
     let deep = if c.step_pkts != 0 {
         d.l_qlen >= c.step_pkts
     } else {
-        d.l_backlog >= c.step_bytes
+        d.l_wait_ns >= c.step_ns
     };
     if deep && d.l_qlen >= c.min_qlen_step {
         (hit, true)
     } else {
         (queue_action_QA_PASS, false)
     }
+}
+
+/// The tcx front end's estimate of a packet's wait behind `backlog` bytes
+/// on a link of `ns_per_kbyte` (struct link_rate), ns, as it traces it
+/// (saturated at u32::MAX).
+pub fn estimated_wait_ns(backlog: u32, ns_per_kbyte: u32) -> u32 {
+    ((u64::from(backlog) * u64::from(ns_per_kbyte)) >> 10).min(u64::from(u32::MAX)) as u32
 }
 
 /// Replays traced controller updates: the first where the model's p'
@@ -421,7 +426,7 @@ mod tests {
     use crate::intf::{dualpi2_update, DUALPI2_HIST_BUCKETS};
 
     fn cfg() -> dualpi2_config {
-        Dualpi2::default().to_bpf(50_000_000)
+        Dualpi2::default().to_bpf()
     }
 
     /// sch_dualpi2's defaults, 41 and 819 in 1/256 Hz, scale to 44 and 879.
@@ -431,8 +436,12 @@ mod tests {
         assert_eq!(scale_gain(3.2), 879);
         let c = cfg();
         assert_eq!((c.alpha, c.beta), (44, 879));
-        // 1 ms at 50 Mbit/s is 6,250 bytes; 1,024 bytes take 163,840 ns.
-        assert_eq!((c.step_bytes, c.ns_per_kbyte), (6_250, 163_840));
+        // The step as a time; its wait estimated at the link's rate: at 50
+        // Mbit/s 1,024 bytes take 163,840 ns, so 6,250 bytes are 1 ms.
+        assert_eq!((c.step_ns, c.step_pkts), (1_000_000, 0));
+        assert_eq!(estimated_wait_ns(6_250, 163_840), 1_000_000);
+        assert_eq!(estimated_wait_ns(6_249, 163_840), 999_840);
+        assert_eq!(estimated_wait_ns(u32::MAX, u32::MAX), u32::MAX);
         assert_eq!((c.target_ns, c.tupdate_ns), (15_000_000, 16_000_000));
     }
 
@@ -538,8 +547,10 @@ mod tests {
         assert_eq!(decide(&c, &l), (queue_action_QA_MARK, false));
         l.roll_l = 2 * p + 1;
         assert_eq!(decide(&c, &l), (queue_action_QA_PASS, false));
-        // The step: the L backlog at 1 ms of the link.
-        l.l_backlog = c.step_bytes;
+        // The step: a wait of 1 ms in L, and not a nanosecond less.
+        l.l_wait_ns = c.step_ns - 1;
+        assert_eq!(decide(&c, &l), (queue_action_QA_PASS, false));
+        l.l_wait_ns = c.step_ns;
         assert_eq!(decide(&c, &l), (queue_action_QA_MARK, true));
         // Overload (k p' > 1): marked, or dropped by the classic rule.
         let mut o = arrival(DUALPI2_L, 1, (0.6 * f64::from(DUALPI2_PROB_ONE)) as u32);
@@ -565,7 +576,7 @@ mod tests {
         let mut d = arrival(DUALPI2_L, 1, 0);
         d.roll_l = 1;
         d.l_qlen = 4;
-        d.l_backlog = u32::MAX;
+        d.l_wait_ns = u32::MAX;
         assert_eq!(decide(&c, &d), (queue_action_QA_PASS, false));
         d.l_qlen = 5;
         assert_eq!(decide(&c, &d), (queue_action_QA_MARK, true));
@@ -585,7 +596,7 @@ mod tests {
             ecn_mask: EcnMask::AnyEct,
             ..Default::default()
         };
-        let c = any.to_bpf(50_000_000);
+        let c = any.to_bpf();
         assert_eq!(
             [0, 1, 2, 3].map(|e| classify(&c, e)),
             [DUALPI2_C, DUALPI2_L, DUALPI2_L, DUALPI2_L]

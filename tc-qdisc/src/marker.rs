@@ -18,11 +18,10 @@ use dctcp_utils::ring::RingDrainer;
 
 use crate::hook::{self, Attached, Position};
 use crate::intf::{
-    dualpi2_decision, dualpi2_queue_stats, dualpi2_update, from_bytes, marker_config,
-    marker_mode_MARKER_DUALPI2, marker_mode_MARKER_PROBE, marker_stats, probe_batches, DUALPI2_C,
-    DUALPI2_L,
+    dualpi2_decision, dualpi2_queue_stats, dualpi2_update, from_bytes, link_rate, marker_config,
+    marker_mode_MARKER_DUALPI2, marker_mode_MARKER_PROBE, marker_stats, probe_batches,
     queue_action_QA_DROP, queue_action_QA_TAILDROP, queue_departure, queue_sample, rx_flow_key,
-    rx_flow_stats,
+    rx_flow_stats, DUALPI2_C, DUALPI2_L,
 };
 use crate::skel::SwitchSkelBuilder;
 
@@ -136,6 +135,8 @@ fn enqueued(s: &queue_sample) -> bool {
 
 pub struct BpfSwitch {
     _links: Vec<Attached>,
+    /// The programs' `link_rate`, rewritten when the link's rate changes.
+    link: MapHandle,
     stats: MapHandle,
     rx_flows: MapHandle,
     batches: MapHandle,
@@ -209,12 +210,25 @@ fn drain<T: Copy + Default + Send + 'static>(
     ))
 }
 
-/// The switch loaded with `cfg` in its read-only data: with `tcx`, its tcx
-/// programs (the marker and its floors); without, the tracepoint probe that
-/// stands in for the marker's, the only one an older kernel can load.
+/// What the switch's programs read of a link of `rate_bps` (`struct
+/// link_rate`): a backlog's time on it, and one MTU packet's.
+pub fn link_rate(rate_bps: u64) -> link_rate {
+    let per = |bytes: f64| (bytes * 8e9 / rate_bps.max(1) as f64).round() as u32;
+    link_rate {
+        rate_bps,
+        ns_per_kbyte: per(1024.0),
+        pkt_ns: per(f64::from(crate::backend::PKT_BYTES)),
+    }
+}
+
+/// The switch loaded with `cfg` in its read-only data and the link's rate
+/// in its writable `link_rate`: with `tcx`, its tcx programs (the marker
+/// and its floors); without, the tracepoint probe that stands in for the
+/// marker's, the only one an older kernel can load.
 fn load(
     storage: &mut MaybeUninit<libbpf_rs::OpenObject>,
     cfg: marker_config,
+    rate_bps: u64,
     tcx: bool,
 ) -> Result<crate::skel::SwitchSkel<'_>> {
     let mut open = SwitchSkelBuilder::default()
@@ -226,6 +240,12 @@ fn load(
         .as_deref_mut()
         .context("rodata not mapped")?;
     crate::skel::set_config(&mut ro.cfg, &cfg, "marker_config");
+    let link = open
+        .maps
+        .data_link_data
+        .as_deref_mut()
+        .context("the switch's link_rate not mapped")?;
+    crate::skel::set_config(&mut link.link_rate, &link_rate(rate_bps), "link_rate");
     open.progs.bottleneck_egress.set_autoload(tcx);
     open.progs.floor_egress.set_autoload(tcx);
     open.progs.queue_read_egress.set_autoload(tcx);
@@ -275,7 +295,7 @@ impl MarkerFloor {
     pub fn attach(floor: Floor, switch_ns: &Path, egress: &str) -> Result<MarkerFloor> {
         require_tcx("the marker's floor")?;
         let mut storage = MaybeUninit::uninit();
-        let skel = load(&mut storage, marker_config::default(), true)?;
+        let skel = load(&mut storage, marker_config::default(), 0, true)?;
         let prog = match floor {
             Floor::Empty => &skel.progs.floor_egress,
             Floor::QueueRead => &skel.progs.queue_read_egress,
@@ -292,10 +312,10 @@ impl MarkerFloor {
 /// loopback's empty queue), without the two clock reads bpf_stats adds to
 /// every call. With a probe, keep `repeat` x 32 bytes of samples under the
 /// ring's 16 MiB: nothing drains it here.
-pub fn isolated_ns(cfg: marker_config, repeat: u32) -> Result<(f64, f64)> {
+pub fn isolated_ns(cfg: marker_config, rate_bps: u64, repeat: u32) -> Result<(f64, f64)> {
     require_tcx("the marker")?;
     let mut storage = MaybeUninit::uninit();
-    let skel = load(&mut storage, cfg, true)?;
+    let skel = load(&mut storage, cfg, rate_bps, true)?;
     let mut frame = vec![0u8; 1514];
     frame[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
     let ip = &mut frame[14..34];
@@ -328,13 +348,16 @@ pub fn isolated_ns(cfg: marker_config, repeat: u32) -> Result<(f64, f64)> {
 }
 
 impl BpfSwitch {
-    /// Loads the switch with `cfg` and attaches the marker/probe to `egress`
-    /// in `switch_ns` and the CE counter to `rx_if` in `rx_ns`. With
-    /// `departures` (which needs every arrival, `cfg.sample == 1`) it also
-    /// records every dequeue, for the queue over time.
+    /// Loads the switch with `cfg` on a link of `rate_bps` and attaches
+    /// the marker/probe to `egress` in `switch_ns` and the CE counter to
+    /// `rx_if` in `rx_ns`. With `departures` (which needs every arrival,
+    /// `cfg.sample == 1`) it also records every dequeue, for the queue over
+    /// time.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         pin_dir: Option<&Path>,
         cfg: marker_config,
+        rate_bps: u64,
         departures: bool,
         switch_ns: &Path,
         egress: &str,
@@ -361,7 +384,7 @@ impl BpfSwitch {
             cfg.probe_netns = netns_inode(switch_ns)?;
         }
         let mut storage = MaybeUninit::uninit();
-        let mut skel = load(&mut storage, cfg, tcx)?;
+        let mut skel = load(&mut storage, cfg, rate_bps, tcx)?;
 
         let probe = if tcx {
             hook::attach(
@@ -419,6 +442,7 @@ impl BpfSwitch {
                 })
             })
             .transpose()?;
+        let link = MapHandle::try_from(&skel.maps.data_link)?;
         let stats = MapHandle::try_from(&skel.maps.stats)?;
         let rx_flows = MapHandle::try_from(&skel.maps.rx_flows)?;
         let batches = MapHandle::try_from(&skel.maps.batches)?;
@@ -431,6 +455,7 @@ impl BpfSwitch {
         Ok(BpfSwitch {
             _pins: pins,
             _links: links,
+            link,
             stats,
             rx_flows,
             batches,
@@ -439,6 +464,16 @@ impl BpfSwitch {
             dequeue_prog,
             dualpi2,
         })
+    }
+
+    /// Tells the programs the link now runs at `rate_bps` (after htb's
+    /// class changed: [`crate::Bottleneck::set_rate`]): from the next
+    /// arrival, backlogs become times at the new rate.
+    pub fn set_rate(&self, rate_bps: u64) -> Result<()> {
+        let value = dctcp_utils::bytes::to_bytes(&link_rate(rate_bps));
+        self.link
+            .update(&0u32.to_ne_bytes(), &value, MapFlags::ANY)
+            .context("writing the switch's link_rate")
     }
 
     /// DualPI2's counters of the L and C queues, each summed over CPUs;
@@ -465,8 +500,18 @@ impl BpfSwitch {
             return Ok(Dualpi2Trace::default());
         };
         let mut t = Dualpi2Trace {
-            decisions: d.decisions.take().map(|r| r.finish()).transpose()?.unwrap_or_default(),
-            updates: d.updates.take().map(|r| r.finish()).transpose()?.unwrap_or_default(),
+            decisions: d
+                .decisions
+                .take()
+                .map(|r| r.finish())
+                .transpose()?
+                .unwrap_or_default(),
+            updates: d
+                .updates
+                .take()
+                .map(|r| r.finish())
+                .transpose()?
+                .unwrap_or_default(),
         };
         t.decisions.sort_by_key(|x| x.ts_ns);
         t.updates.sort_by_key(|x| x.ts_ns);

@@ -550,6 +550,7 @@ fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Res
                 rwnd_clamp_bytes: v.marks().then(|| cfg.window_cap(rate) * SEGMENT_BYTES),
                 no_ecn_senders: Vec::new(),
                 faults: FaultArgs::default(),
+                rate_schedule: Default::default(),
             };
             let msg = format!(
                 "run {}/{total}: {} at {}",

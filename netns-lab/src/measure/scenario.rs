@@ -17,6 +17,7 @@ use crate::measure::cctrace::{CcTrace, Recorder, TraceCheck};
 use crate::measure::cpu::Cpu;
 use crate::net::delay::{RoundTrip, RttMeasured};
 use crate::net::link_faults::{FaultArgs, FaultReport, Faults};
+use crate::net::rate_schedule::{capacity_bits, AppliedRate, RateSchedule};
 use crate::net::topology::{Star, StarSpec};
 use crate::stats::{summarize, weighted_summary, Summary};
 use crate::traffic::bulk::{run_bulk, FlowResult, FlowSpec};
@@ -49,6 +50,9 @@ pub struct Scenario {
     pub no_ecn_senders: Vec<usize>,
     /// Faults between the switch and the receiver.
     pub faults: FaultArgs,
+    /// The bottleneck's rate over the run (empty: `bottleneck.rate_bps`
+    /// throughout; an entry at 0 s sets the rate it starts at).
+    pub rate_schedule: RateSchedule,
 }
 
 impl Scenario {
@@ -78,6 +82,7 @@ impl Scenario {
             rwnd_clamp_bytes: None,
             no_ecn_senders: Vec::new(),
             faults: FaultArgs::default(),
+            rate_schedule: RateSchedule::default(),
         }
     }
 }
@@ -119,7 +124,10 @@ pub struct WindowDepartures {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Outcome {
     pub label: String,
+    /// The link's rate at the start (the rate schedule's, if it has one at 0 s).
     pub rate_bps: u64,
+    /// The rate schedule's changes as applied (empty without one).
+    pub rate_changes: Vec<AppliedRate>,
     pub window_s: f64,
     /// Queue length (packets) found by each arrival in the window.
     pub queue: Summary,
@@ -258,7 +266,11 @@ pub fn run(
     stop: &Arc<AtomicBool>,
     mut progress: impl FnMut(Duration),
 ) -> Result<RunData> {
-    scn.bottleneck.validate()?;
+    scn.rate_schedule.validate()?;
+    let bottleneck = scn
+        .bottleneck
+        .at_rate(scn.rate_schedule.initial(scn.bottleneck.rate_bps));
+    bottleneck.validate()?;
     let senders = scn
         .flows
         .iter()
@@ -283,16 +295,12 @@ pub fn run(
             .ns
             .sysctl("net.ipv4.tcp_ecn", "0")?;
     }
-    scn.bottleneck
-        .install(star.switch.name(), &star.bottleneck_if)?;
-    let cfg = scn.bottleneck.backend.marker_config(
-        scn.bottleneck.buffer_pkts,
-        scn.bottleneck.rate_bps,
-        1,
-    );
+    bottleneck.install(star.switch.name(), &star.bottleneck_if)?;
+    let cfg = bottleneck.backend.marker_config(bottleneck.buffer_pkts, 1);
     let mut switch = BpfSwitch::start(
         Some(&std::path::Path::new(dctcp_utils::bpffs::LAB_ROOT).join(star.prefix.as_str())),
         cfg,
+        bottleneck.rate_bps,
         true,
         &star.switch.path(),
         &star.bottleneck_if,
@@ -302,7 +310,7 @@ pub fn run(
     // After the switch: ahead of its receiver counter, which then counts
     // what the faults let through.
     let faults = (!scn.faults.is_none())
-        .then(|| Faults::install(&star, &scn.faults, scn.bottleneck.rate_bps))
+        .then(|| Faults::install(&star, &scn.faults, bottleneck.rate_bps))
         .transpose()?;
 
     let ns = star.switch.name().to_string();
@@ -310,10 +318,12 @@ pub fn run(
     let mut at_warmup: Option<(u64, QdiscCounters, marker_stats, Cpu)> = None;
     let mut dualpi2_at_warmup = None;
     let mut at_end: Option<(u64, QdiscCounters, Cpu)> = None;
+    let mut pending_rates = scn.rate_schedule.changes().peekable();
+    let mut rate_changes = Vec::new();
     let recorder = scn
         .trace_algorithm
         .as_deref()
-        .map(|a| Recorder::start(a, scn.bottleneck.rate_bps))
+        .map(|a| Recorder::start(a, bottleneck.rate_bps))
         .transpose()?;
     let short = scn
         .short_flows
@@ -328,6 +338,16 @@ pub fn run(
         scn.interval,
         stop,
         |t| {
+            // A rate change at the first tick at or after its time: htb's
+            // classes, then the switch's figure, stamped after both.
+            while let Some(step) = pending_rates.next_if(|s| s.at <= t) {
+                bottleneck.set_rate(&ns, &dev, step.rate_bps)?;
+                switch.set_rate(step.rate_bps)?;
+                rate_changes.push(AppliedRate {
+                    ns: monotonic_ns(),
+                    rate_bps: step.rate_bps,
+                });
+            }
             // The window is stamped at the ticks themselves. The qdisc's
             // counters read with it come through `tc`, which a slow machine
             // (the VM tier) takes half a second to answer, so figures that
@@ -404,7 +424,7 @@ pub fn run(
     let span = (!trace.departures.is_empty() && end_m.ring_full == 0)
         .then(|| trace.arrival_span(t0, end_ns))
         .flatten();
-    let window_departed = span.map(|span| {
+    let window_departed = span.clone().map(|span| {
         let (from, to) = (
             trace.samples[span.start].ts_ns,
             trace.samples[span.end].ts_ns,
@@ -415,12 +435,17 @@ pub fn run(
             by_tracepoint: trace.departed_between(from, to).unwrap_or(0),
         }
     });
-    let (sent, sent_s) = match &window_departed {
-        Some(w) if w.span_ns > 0 => (
-            w.by_arrivals * u64::from(tc_qdisc::backend::PKT_BYTES),
-            w.span_ns as f64 / 1e9,
-        ),
-        _ => (at_end.1.sent_bytes - q0.sent_bytes, window_s),
+    // What was sent, and over which span of the probes' clock.
+    let (sent, sent_from, sent_to) = match (&window_departed, &span) {
+        (Some(w), Some(span)) if w.span_ns > 0 => {
+            let from = trace.samples[span.start].ts_ns;
+            (
+                w.by_arrivals * u64::from(tc_qdisc::backend::PKT_BYTES),
+                from,
+                from + w.span_ns,
+            )
+        }
+        _ => (at_end.1.sent_bytes - q0.sent_bytes, t0, end_ns),
     };
     let samples: Vec<queue_sample> = trace
         .samples
@@ -429,13 +454,19 @@ pub fn run(
         .collect();
     let qlens: Vec<f64> = samples.iter().map(|s| f64::from(s.qlen)).collect();
     let empty = qlens.iter().filter(|&&q| q == 0.0).count() as f64 / qlens.len().max(1) as f64;
-    let utilization = sent as f64 * 8.0 / (scn.bottleneck.rate_bps as f64 * sent_s);
+    // The link's capacity over that span, at each rate it ran at.
+    let capacity = capacity_bits(bottleneck.rate_bps, &rate_changes, sent_from, sent_to);
+    let utilization = sent as f64 * 8.0 / capacity;
     let bpf_marks = end_m.marked - m0.marked;
     let qdisc_marks = end_q.marks - q0.marks;
     let held_limit = scn.bottleneck.backend.marker_holds_limit();
     let drops = (end_q.drops - q0.drops)
         + (end_m.dropped - m0.dropped)
-        + if held_limit { end_m.taildrop - m0.taildrop } else { 0 };
+        + if held_limit {
+            end_m.taildrop - m0.taildrop
+        } else {
+            0
+        };
     let skip = (scn.warmup.as_secs_f64() / scn.interval.as_secs_f64()).round() as usize;
     let goodput_bps = flows
         .iter()
@@ -452,7 +483,8 @@ pub fn run(
 
     let outcome = Outcome {
         label: scn.label.clone(),
-        rate_bps: scn.bottleneck.rate_bps,
+        rate_bps: bottleneck.rate_bps,
+        rate_changes,
         window_s,
         queue: summarize(&qlens),
         queue_empty_fraction: empty,
@@ -517,12 +549,17 @@ fn ect1_on_senders(star: &Star, scn: &Scenario) -> Result<Vec<std::os::fd::Owned
     let mut links = Vec::new();
     for name in names {
         let pin = dctcp_utils::bpffs::InstanceDir::new(name)
-            .path.join(loader::instance::ECT1_PROG_PIN);
+            .path
+            .join(loader::instance::ECT1_PROG_PIN);
         if !pin.exists() {
             continue;
         }
         for h in &star.senders {
-            links.push(tc_qdisc::hook::attach_pinned_egress(&pin, &h.ns.path(), &h.ifname)?);
+            links.push(tc_qdisc::hook::attach_pinned_egress(
+                &pin,
+                &h.ns.path(),
+                &h.ifname,
+            )?);
         }
     }
     Ok(links)

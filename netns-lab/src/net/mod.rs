@@ -11,6 +11,7 @@ pub mod ecn;
 pub mod link_faults;
 pub mod netns;
 pub mod prefix;
+pub mod rate_schedule;
 pub mod tcpinfo;
 pub mod topology;
 pub mod veth;

@@ -147,9 +147,8 @@ impl RpcStar {
         bottleneck.install(star.switch.name(), &star.bottleneck_if)?;
         let switch = BpfSwitch::start(
             None,
-            bottleneck
-                .backend
-                .marker_config(bottleneck.buffer_pkts, bottleneck.rate_bps, 1),
+            bottleneck.backend.marker_config(bottleneck.buffer_pkts, 1),
+            bottleneck.rate_bps,
             false,
             &star.switch.path(),
             &star.bottleneck_if,

@@ -77,12 +77,15 @@ static __always_inline u8 dualpi2_hit(bool ect)
 
 /*
  * The decision on one arrival (enum queue_action), before it joins
- * `queue`. backlog is both queues' bytes, l_backlog and l_qlen the L
- * queue's; *step is set when the L step, not the probability, marked it.
- * Nothing is hit while the whole backlog is under min_backlog (2 MTU).
+ * `queue`. backlog is both queues' bytes, l_qlen the L queue's packets and
+ * l_wait how long this packet will wait in L, as the front end knows it (a
+ * tcx marker estimates it from the L backlog and the link's rate; a qdisc
+ * can read its head's sojourn); *step is set when the L step, not the
+ * probability, marked it. Nothing is hit while the whole backlog is under
+ * min_backlog (2 MTU).
  */
 static __always_inline u8 dualpi2_decide(const volatile struct dualpi2_config *c, u8 queue,
-					 bool ect, u32 prob, u32 backlog, u32 l_backlog,
+					 bool ect, u32 prob, u32 backlog, u64 l_wait,
 					 u32 l_qlen, u32 roll1, u32 roll2, u32 roll_l, u8 *step)
 {
 	u64 l_prob = (u64)prob * c->coupling;
@@ -101,8 +104,8 @@ static __always_inline u8 dualpi2_decide(const volatile struct dualpi2_config *c
 		if (dualpi2_roll(roll_l, l_prob))
 			return dualpi2_hit(ect);
 	}
-	/* The step: this packet will wait behind l_backlog (or l_qlen packets). */
-	deep = c->step_pkts ? l_qlen >= c->step_pkts : l_backlog >= c->step_bytes;
+	/* The step: this packet will wait l_wait (or behind l_qlen packets). */
+	deep = c->step_pkts ? l_qlen >= c->step_pkts : l_wait >= c->step_ns;
 	if (deep && l_qlen >= c->min_qlen_step) {
 		*step = 1;
 		return dualpi2_hit(ect);

@@ -43,14 +43,13 @@ struct dualpi2_config {
 	u32 alpha;           /* integral gain, per ns of delay error, in 2^-6 units of
 			      * DUALPI2_PROB_ONE (sch_dualpi2's internal scaling) */
 	u32 beta;            /* proportional gain, same units */
-	u32 step_bytes;      /* L: mark when the L backlog is at least this (the step
-			      * threshold's time at the link rate) ... */
-	u32 step_pkts;       /* ... or, when nonzero, this many L packets */
+	u32 step_ns;         /* L: mark when this packet will wait at least this long
+			      * in the L queue ... */
+	u32 step_pkts;       /* ... or, when nonzero, finds this many L packets */
 	u32 min_qlen_step;   /* no step mark while the L queue holds fewer packets */
 	u32 coupling;        /* k: p_L = k p' (2) */
 	u32 drop_overload;   /* 1: with k p' > 1, L packets meet the classic drop */
 	u32 min_backlog;     /* nothing marked or dropped under this backlog (2 MTU) */
-	u32 ns_per_kbyte;    /* the link's time for 1024 bytes: backlog over rate */
 	u32 ecn_mask;        /* L when (ECN & ecn_mask) != 0: 1 ECT(1) and CE, 3 any ECT */
 	u32 l_classid;       /* htb leaves: skb->priority of each queue */
 	u32 c_classid;
@@ -64,6 +63,8 @@ struct dualpi2_decision {
 	u32 backlog;         /* bytes in both queues before it */
 	u32 l_backlog;       /* bytes in the L queue before it */
 	u32 l_qlen;          /* packets in the L queue before it */
+	u32 l_wait_ns;       /* its wait in L as the step saw it: l_backlog over
+			      * the link's rate then (link_rate) */
 	u32 roll1;           /* the random draws it used */
 	u32 roll2;
 	u32 roll_l;
@@ -100,6 +101,19 @@ struct dualpi2_queue_stats {
 };
 
 /*
+ * What the switch's programs need of the link's rate, in a writable section
+ * of its own: the lab rewrites it when the bottleneck's rate changes
+ * mid-run (`lab l4s --rate-schedule`), beside htb's class.
+ */
+struct link_rate {
+	u64 rate_bps;
+	u32 ns_per_kbyte;    /* the link's time for 1024 bytes: a backlog's wait */
+	u32 pkt_ns;          /* one MTU packet's time on the link: the dual AQM's
+			      * averages decay by one empty-queue arrival per
+			      * packet time over an idle queue */
+};
+
+/*
  * One RED profile of the dual AQM (seed 002: WRED keyed on ECT). Each profile
  * keeps its own weighted average of the shared backlog, in bytes, updated at
  * every arrival of either class. Below min nothing happens, between min and
@@ -131,9 +145,6 @@ struct marker_config {
 	 * packets dropped by `not_ect`. */
 	struct red_profile ect;
 	struct red_profile not_ect;
-	/* dual: one MTU packet's time on the link; over an idle queue the
-	 * averages decay as if one empty-queue arrival came per packet time. */
-	u32 idle_pkt_ns;
 	/* Kernels without tcx (before 6.6): the probe runs on the tracepoint
 	 * net_dev_queue instead, which fires for every device on the machine;
 	 * it keeps the packets of this interface in this namespace (its

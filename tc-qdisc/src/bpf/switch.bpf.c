@@ -41,6 +41,10 @@ char _license[] SEC("license") = "GPL";
 
 const volatile struct marker_config cfg = {};
 
+/* The link's rate now (intf.h): written by the lab at start and whenever it
+ * changes the bottleneck's rate, read where a backlog becomes a time. */
+struct link_rate link_rate SEC(".data.link") = {};
+
 /* The queue at an arrival, for live views (`loader top`): refreshed at the
  * first arrival of each jiffy, not at every one, so that the pass path
  * neither reads the clock nor writes a cache line both CPUs share. */
@@ -288,11 +292,11 @@ static __always_inline bool dual_decide(u32 qlen, u32 backlog, bool ect)
 	 * and the next arrival ages them by what came after it (without that, a
 	 * Reno average left above max drops every retransmission of a flow in
 	 * timeout and only decays by w per arrival). */
-	if (qlen == 0 && since && cfg.idle_pkt_ns) {
+	if (qlen == 0 && since && link_rate.pkt_ns) {
 		/* The clock is read only here, not for every arrival. */
 		u64 now = bpf_ktime_get_ns();
 
-		idle = (now > since ? now - since : 0) / cfg.idle_pkt_ns;
+		idle = (now > since ? now - since : 0) / link_rate.pkt_ns;
 		idle_since_ns = now;
 	}
 	st = bpf_map_lookup_elem(&dual, &zero);
@@ -410,11 +414,11 @@ static __always_inline u8 dualpi2_enqueue(struct __sk_buff *ctx, struct Qdisc *q
 					  const struct pkt *p, bool ipv4, u32 backlog)
 {
 	const volatile struct dualpi2_config *c = &cfg.dualpi2;
-	u32 zero = 0, l_qlen, l_backlog, c_backlog, r1 = 0, r2 = 0, rl = 0, key;
+	u32 zero = 0, l_qlen, l_backlog, c_backlog, r1 = 0, r2 = 0, rl = 0, key, ns_per_kbyte;
 	struct dualpi2_queue_stats *qs;
 	struct dualpi2_state *st;
 	u8 queue, action, step = 0;
-	u64 now, est;
+	u64 now, est, l_wait;
 
 	st = bpf_map_lookup_elem(&dualpi2, &zero);
 	if (!st)
@@ -441,7 +445,10 @@ static __always_inline u8 dualpi2_enqueue(struct __sk_buff *ctx, struct Qdisc *q
 		if (queue == DUALPI2_L)
 			rl = bpf_get_prandom_u32();
 	}
-	action = ipv4 ? dualpi2_decide(c, queue, p->ecn != 0, st->prob, backlog, l_backlog,
+	/* The wait ahead of a packet if its queue drains at the link's rate. */
+	ns_per_kbyte = link_rate.ns_per_kbyte;
+	l_wait = (u64)l_backlog * ns_per_kbyte >> 10;
+	action = ipv4 ? dualpi2_decide(c, queue, p->ecn != 0, st->prob, backlog, l_wait,
 				       l_qlen, r1, r2, rl, &step) : QA_PASS;
 	now = bpf_ktime_get_ns();
 	if (c->trace) {
@@ -451,6 +458,7 @@ static __always_inline u8 dualpi2_enqueue(struct __sk_buff *ctx, struct Qdisc *q
 			.backlog = backlog,
 			.l_backlog = l_backlog,
 			.l_qlen = l_qlen,
+			.l_wait_ns = l_wait > 0xffffffff ? 0xffffffff : l_wait,
 			.roll1 = r1,
 			.roll2 = r2,
 			.roll_l = rl,
@@ -475,9 +483,8 @@ static __always_inline u8 dualpi2_enqueue(struct __sk_buff *ctx, struct Qdisc *q
 		return action;
 	if (action == QA_MARK)
 		bpf_skb_ecn_set_ce(ctx);
-	/* The wait ahead of it if its queue drains at the link rate. */
 	c_backlog = backlog > l_backlog ? backlog - l_backlog : 0;
-	est = (u64)(queue == DUALPI2_L ? l_backlog : c_backlog) * c->ns_per_kbyte >> 10;
+	est = queue == DUALPI2_L ? l_wait : (u64)c_backlog * ns_per_kbyte >> 10;
 	est >>= DUALPI2_EST_SHIFT;
 	ctx->cb[0] = est > 0xffffffff ? 0xffffffff : est;
 	ctx->mark = (u32)(now >> DUALPI2_TS_SHIFT);

@@ -81,7 +81,8 @@ fn through_switch(
             None,
             bottleneck
                 .backend
-                .marker_config(bottleneck.buffer_pkts, bottleneck.rate_bps, sample),
+                .marker_config(bottleneck.buffer_pkts, sample),
+            bottleneck.rate_bps,
             false,
             &star.switch.path(),
             &star.bottleneck_if,
@@ -262,12 +263,10 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchRep
     let mut isolated: Vec<Vec<f64>> = vec![Vec::new(); markers.len()];
     for _ in 0..cfg.rounds {
         for (i, &(sample, bottleneck, _)) in markers.iter().enumerate() {
-            let config = bottleneck.backend.marker_config(
-                bottleneck.buffer_pkts,
-                bottleneck.rate_bps,
-                sample,
-            );
-            let (f, m) = tc_qdisc::marker::isolated_ns(config, 100_000)?;
+            let config = bottleneck
+                .backend
+                .marker_config(bottleneck.buffer_pkts, sample);
+            let (f, m) = tc_qdisc::marker::isolated_ns(config, bottleneck.rate_bps, 100_000)?;
             floor.push(f);
             isolated[i].push(m);
         }
