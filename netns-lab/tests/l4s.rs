@@ -37,6 +37,8 @@ fn fallback_once() {
         "1:1",
         "--scalable",
         "bpf_prague,bpf_prague+classic_ecn=1",
+        "--steps",
+        "none",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -99,6 +101,8 @@ fn dualpi2_once() {
         "dualpi2,step",
         "--mixes",
         "1:1",
+        "--steps",
+        "none",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -154,5 +158,12 @@ fn l4s_refuses_bad_input_before_anything_is_built() {
         (&["l4s", "--dualpi2", "k=2"], "unknown parameter `k`"),
         (&["l4s", "--duration", "2"], "at least 6 s"),
         (&["l4s", "--duration=-1"], "at least 6 s"),
+        (&["l4s", "--steps", "60M"], "a step goes down from --rate"),
+        (&["l4s", "--steps", "fast"], "not a rate"),
+        (&["l4s", "--steps", "500k"], "rate"),
+        (&["l4s", "--step-senders", "prague"], "prague"),
+        (&["l4s", "--rate-schedule", "5s"], "TIME:RATE"),
+        (&["l4s", "--rate-schedule", "2s:5M,1s:10M"], "times must increase"),
+        (&["l4s", "--quick", "--rate-schedule", "20s:10M"], "comes after the run"),
     ]);
 }

@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use tc_qdisc::backend::PKT_BYTES;
 use tc_qdisc::dualpi2::{Dualpi2, Dualpi2Window, QueueWindow};
@@ -24,6 +24,8 @@ use tc_qdisc::{Backend, Bottleneck, RedProfile};
 use super::coexist::{RENO_MAX_OVER_MIN, RENO_MAX_P, RENO_WEIGHT, SEED_TABLE_I};
 use super::run_scenario;
 use crate::measure::scenario::{Outcome, Scenario};
+use crate::measure::step_response::StepResponse;
+use crate::net::rate_schedule::RateSchedule;
 use crate::net::delay::{bdp_pkts, fmt_duration, parse_duration, DelayBackend, RoundTrip, Rtt};
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
@@ -109,6 +111,22 @@ fn pkts_in(ms: f64, rate_bps: u64) -> u32 {
     ((ms / 1e3 * rate_bps as f64 / (8.0 * f64::from(PKT_BYTES))).round() as u32).max(1)
 }
 
+/// The rates a run steps down to at mid-run (`--steps 25M,5M`, or `none`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Steps(pub Vec<u64>);
+
+impl Steps {
+    fn parse(s: &str) -> Result<Steps, String> {
+        if s.trim() == "none" {
+            return Ok(Steps::default());
+        }
+        s.split(',')
+            .map(|r| crate::units::parse_rate(r).map_err(|e| format!("--steps: {e}")))
+            .collect::<Result<_, _>>()
+            .map(Steps)
+    }
+}
+
 /// How many flows of each class: `1:4` is one scalable, four classic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Mix {
@@ -154,6 +172,15 @@ impl Mix {
 /// `--scalable bpf_prague+classic_ecn=1` beside `bpf_prague`. Writes
 /// results/l4s/<timestamp>/: runs.csv, runs.json, ratio.png, sojourn.png
 /// (DualPI2's queues), summary.md.
+///
+/// Then the dynamic case: one flow of each --step-senders alone through
+/// each --step-aqms, the link stepped down from --rate to each of --steps
+/// at mid-run (htb's class and the switch's figure of the rate change
+/// together). Per run: the queue delay before the step, its peak (and the
+/// round trip a packet then had), where it settled and when it was back
+/// there (the first 100 ms mean after the peak at most 25 %, or 1 ms,
+/// over that level).
+/// Writes steps.csv and steps.png (queue delay over time, per run).
 #[derive(Debug, Clone, clap::Args)]
 pub struct L4sArgs {
     /// Short runs for tests and a first look: 12 s each, the first 4 not measured.
@@ -202,6 +229,23 @@ pub struct L4sArgs {
     /// not measured.
     #[arg(long)]
     pub duration: Option<f64>,
+    /// The bottleneck's rate over each mix's run, as TIME:RATE pairs
+    /// (0s:50M,20s:25M): htb's class and the switch's figure of the rate
+    /// change at each time; an entry at 0 s replaces --rate. The AQMs'
+    /// thresholds are set at the starting rate (RED's, in packets, then
+    /// mean longer times at a lower rate; DualPI2's are times).
+    #[arg(long, value_parser = RateSchedule::parse, default_value = "")]
+    pub rate_schedule: RateSchedule,
+    /// The dynamic case: rates the link steps down to from --rate at
+    /// mid-run, one run each (`none`: no step runs).
+    #[arg(long, value_parser = Steps::parse, default_value = "25M,5M")]
+    pub steps: Steps,
+    /// Senders of the step runs, each alone on the link.
+    #[arg(long, value_delimiter = ',', default_value = "bpf_prague,cubic")]
+    pub step_senders: Vec<String>,
+    /// AQMs of the step runs.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "dualpi2,rfc3168")]
+    pub step_aqms: Vec<Aqm>,
     /// Results directory (default results/l4s/<timestamp>).
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
@@ -222,6 +266,10 @@ impl L4sArgs {
             scalable: self.scalable.clone(),
             classic: self.classic.clone(),
             buffer_pkts: self.buffer,
+            rate_schedule: self.rate_schedule.clone(),
+            steps: self.steps.0.clone(),
+            step_senders: self.step_senders.clone(),
+            step_aqms: self.step_aqms.clone(),
             duration,
             // Slow start and the fallback's detection (11 marked rounds)
             // are over by then.
@@ -241,6 +289,10 @@ pub struct L4sConfig {
     pub scalable: Vec<String>,
     pub classic: String,
     pub buffer_pkts: u32,
+    pub rate_schedule: RateSchedule,
+    pub steps: Vec<u64>,
+    pub step_senders: Vec<String>,
+    pub step_aqms: Vec<Aqm>,
     pub duration: Duration,
     pub warmup: Duration,
 }
@@ -266,7 +318,38 @@ impl L4sConfig {
         );
         let mut names = self.scalable.clone();
         names.push(self.classic.clone());
+        names.extend(self.step_senders.iter().cloned());
         check_names(&names)?;
+        self.rate_schedule.validate()?;
+        if let Some(last) = self.rate_schedule.0.last() {
+            anyhow::ensure!(
+                last.at < self.duration,
+                "--rate-schedule: its last change at {:?} comes after the run's {:?}",
+                last.at,
+                self.duration
+            );
+        }
+        if !self.steps.is_empty() {
+            anyhow::ensure!(
+                !self.step_senders.is_empty() && !self.step_aqms.is_empty(),
+                "--steps: give --step-senders and --step-aqms, or --steps none"
+            );
+        }
+        for &to in &self.steps {
+            anyhow::ensure!(
+                to < self.rate_bps,
+                "--steps {}: a step goes down from --rate {}",
+                fmt_rate(to),
+                fmt_rate(self.rate_bps)
+            );
+            for a in &self.step_aqms {
+                Bottleneck {
+                    rate_bps: to,
+                    ..self.bottleneck(*a)
+                }
+                .validate()?;
+            }
+        }
         anyhow::ensure!(
             self.duration >= Duration::from_secs(6),
             "--duration {}: at least 6 s (a third of it is warm-up)",
@@ -279,11 +362,14 @@ impl L4sConfig {
         Ok(())
     }
 
+    /// The bottleneck as a run starts it (the rate schedule's rate at 0 s,
+    /// else --rate).
     fn bottleneck(&self, aqm: Aqm) -> Bottleneck {
+        let rate_bps = self.rate_schedule.initial(self.rate_bps);
         Bottleneck {
-            rate_bps: self.rate_bps,
+            rate_bps,
             buffer_pkts: self.buffer_pkts,
-            backend: aqm.backend(self.rate_bps, self.rtt, &self.dualpi2),
+            backend: aqm.backend(rate_bps, self.rtt, &self.dualpi2),
         }
     }
 
@@ -388,12 +474,64 @@ fn scenario(cfg: &L4sConfig, aqm: Aqm, mix: Mix, scalable_cc: &str, label: &str)
     if aqm == Aqm::Dual {
         scn.no_ecn_senders = (mix.scalable..flows).collect();
     }
+    scn.rate_schedule = cfg.rate_schedule.clone();
     scn
 }
 
+/// One flow of `cc` alone, the link stepped down to `to_bps` at mid-run.
+fn step_scenario(cfg: &L4sConfig, aqm: Aqm, cc: &str, to_bps: u64, label: &str) -> Scenario {
+    let bottleneck = Bottleneck {
+        rate_bps: cfg.rate_bps,
+        ..cfg.bottleneck(aqm)
+    };
+    let mut scn = Scenario {
+        round_trip: Some(RoundTrip {
+            rtt: Rtt::uniform(cfg.rtt),
+            backend: cfg.delay_backend,
+        }),
+        ..Scenario::long_flows(label, bottleneck, 1, cc, cfg.duration, cfg.warmup)
+    };
+    scn.rate_schedule = RateSchedule::step(cfg.duration / 2, to_bps);
+    scn
+}
+
+/// One sender alone through one AQM, the link stepped down at mid-run.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepRun {
+    pub aqm: Aqm,
+    pub sender: String,
+    pub response: StepResponse,
+    /// The round trip with no queue, ms: the peak's round trip is this
+    /// plus the peak's queue delay.
+    pub base_rtt_ms: f64,
+    /// The flow's goodput over the last 40 % of the run, over the new
+    /// link's (its rate less the headers).
+    pub utilization_after: f64,
+    /// The flow's rate over time, (s from the step, Mbit/s).
+    #[serde(skip)]
+    pub rate_series: Vec<(f64, f64)>,
+    pub steal_share: f64,
+    pub guard_repairs: (u64, u64, u64),
+}
+
+impl StepRun {
+    fn label(&self) -> String {
+        format!(
+            "{} {} {}->{}",
+            self.aqm.name(),
+            self.sender,
+            fmt_rate(self.response.from_bps),
+            fmt_rate(self.response.to_bps)
+        )
+    }
+}
+
 fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<L4sRun>> {
-    let algorithms = Algorithms::attach(&cfg.scalable)?;
-    let total = cfg.aqms.len() * cfg.mixes.len() * cfg.scalable.len();
+    let mut names = cfg.scalable.clone();
+    names.extend(cfg.step_senders.iter().cloned());
+    let algorithms = Algorithms::attach(&names)?;
+    let steps = cfg.steps.len() * cfg.step_senders.len() * cfg.step_aqms.len();
+    let total = cfg.aqms.len() * cfg.mixes.len() * cfg.scalable.len() + steps;
     let mut runs = Vec::with_capacity(total);
     for &aqm in &cfg.aqms {
         for scalable in &cfg.scalable {
@@ -427,11 +565,212 @@ fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<
             }
         }
     }
+    let mut step_runs = Vec::with_capacity(steps);
+    for &aqm in &cfg.step_aqms {
+        for sender in &cfg.step_senders {
+            for &to in &cfg.steps {
+                let label = format!(
+                    "{} {sender} {}->{}",
+                    aqm.name(),
+                    fmt_rate(cfg.rate_bps),
+                    fmt_rate(to)
+                );
+                let scn = step_scenario(cfg, aqm, &algorithms.cc(sender), to, &label);
+                let msg = format!("run {}/{total}: {label}", runs.len() + step_runs.len() + 1);
+                let data = run_scenario(&scn, algorithms.ours(sender), msg, stop)?;
+                let r = step_run(aqm, sender, cfg.duration / 2, &data)
+                    .with_context(|| format!("{label}: no queue samples on both sides of the step"))?;
+                eprintln!(
+                    "{label}: queue {:.2} ms before, peak {:.1} ms ({:.1} ms round trip) at {:.2} s, settled at {:.2} ms {}, \
+                     goodput after {:.1} % of the link's{}",
+                    r.response.before_ms,
+                    r.response.peak_ms,
+                    r.base_rtt_ms + r.response.peak_ms,
+                    r.response.peak_at_s,
+                    r.response.settled_ms,
+                    back(&r.response),
+                    r.utilization_after * 100.0,
+                    repairs_note(r.guard_repairs)
+                );
+                step_runs.push(r);
+            }
+        }
+    }
     write_csv(out, &runs)?;
     plot_ratios(out, cfg, &runs)?;
     plot_sojourn(out, cfg, &runs)?;
-    out.write_up(&runs, &summary(cfg, &runs))?;
+    if !step_runs.is_empty() {
+        write_steps_csv(out, &step_runs)?;
+        plot_steps(out, cfg, &step_runs)?;
+    }
+    let mut text = summary(cfg, &runs);
+    steps_section(&mut text, cfg, &step_runs);
+    out.write_json("steps.json", &step_runs)?;
+    out.write_up(&runs, &text)?;
     Ok(runs)
+}
+
+/// A step run's response, from its arrivals and its flow; `step_at` is
+/// when the schedule put the step (applied at the first tick from then).
+fn step_run(
+    aqm: Aqm,
+    sender: &str,
+    step_at: Duration,
+    data: &crate::measure::scenario::RunData,
+) -> Option<StepRun> {
+    let o = &data.outcome;
+    let response = StepResponse::of(&data.samples, o.rate_bps, &o.rate_changes)?;
+    let flow = o.flows.first()?;
+    // Each interval's rate, at its end on the run's clock, from the step.
+    let ends = &flow.series_end_s;
+    let rate_series: Vec<(f64, f64)> = flow
+        .series
+        .iter()
+        .zip(ends)
+        .enumerate()
+        .map(|(i, (&bytes, &end))| {
+            let from = if i == 0 { 0.0 } else { ends[i - 1] };
+            let mbps = bytes as f64 * 8.0 / (end - from).max(1e-6) / 1e6;
+            (end - step_at.as_secs_f64(), mbps)
+        })
+        .collect();
+    let tail = rate_series.len() * 3 / 5;
+    let after = &rate_series[tail..];
+    let utilization_after = after.iter().map(|p| p.1).sum::<f64>() / after.len().max(1) as f64
+        * 1e6
+        / crate::measure::theory::goodput_bps(response.to_bps);
+    Some(StepRun {
+        aqm,
+        sender: sender.to_string(),
+        base_rtt_ms: f64::from(flow.info.min_rtt_us) / 1e3,
+        utilization_after,
+        rate_series,
+        steal_share: o.steal_share,
+        guard_repairs: o.guard_repairs,
+        response,
+    })
+}
+
+/// `back there 1.23 s after the step` or `never back there`.
+fn back(r: &StepResponse) -> String {
+    r.back_s
+        .map_or("(never back there)".to_string(), |s| format!("back there {s:.2} s after the step"))
+}
+
+fn write_steps_csv(out: &ResultsDir, runs: &[StepRun]) -> Result<()> {
+    out.csv_rows(
+        "steps.csv",
+        runs,
+        &[
+            ("aqm", |r| r.aqm.name().to_string()),
+            ("sender", |r| r.sender.clone()),
+            ("from_bps", |r| r.response.from_bps.to_string()),
+            ("to_bps", |r| r.response.to_bps.to_string()),
+            ("before_ms", |r| format!("{:.3}", r.response.before_ms)),
+            ("peak_ms", |r| format!("{:.3}", r.response.peak_ms)),
+            ("peak_rtt_ms", |r| format!("{:.3}", r.base_rtt_ms + r.response.peak_ms)),
+            ("peak_at_s", |r| format!("{:.3}", r.response.peak_at_s)),
+            ("settled_ms", |r| format!("{:.3}", r.response.settled_ms)),
+            ("back_s", |r| {
+                r.response.back_s.map_or(String::new(), |v| format!("{v:.3}"))
+            }),
+            ("utilization_after", |r| format!("{:.4}", r.utilization_after)),
+            ("steal_share", |r| format!("{:.4}", r.steal_share)),
+        ],
+    )
+}
+
+/// Queue delay over time around the step, one series per run (and each
+/// run's rate beneath).
+fn plot_steps(out: &ResultsDir, cfg: &L4sConfig, runs: &[StepRun]) -> Result<()> {
+    let series = |f: fn(&StepRun) -> Vec<(f64, f64)>| -> Vec<Series> {
+        runs.iter()
+            .map(|r| Series {
+                name: r.label(),
+                points: f(r),
+            })
+            .collect()
+    };
+    let title = format!(
+        "Queue delay as the link steps down from {} at t = 0 ({} round trip)",
+        fmt_rate(cfg.rate_bps),
+        fmt_duration(cfg.rtt)
+    );
+    let queue = Chart::new(&title, "s from the step", "queue delay (ms)", series(|r| r.response.series.clone()))
+        .vline(0.0);
+    let rate = Chart::new(
+        "The flow's rate (100 ms means)",
+        "s from the step",
+        "Mbit/s",
+        series(|r| r.rate_series.clone()),
+    )
+    .vline(0.0);
+    plot::draw_stack(&out.file("steps.png"), &[queue, rate])
+}
+
+/// The step runs beside what DualPI2 aims at.
+fn steps_section(s: &mut String, cfg: &L4sConfig, runs: &[StepRun]) {
+    if runs.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n## The link stepped down at mid-run\n\nOne flow alone, the link's rate cut from {} at {:.0} s \
+         (htb's class and the switch's figure of the rate together). Queue delay = each arrival's backlog \
+         over the link's rate then; peak = the largest 20 ms mean after the step, and the round trip a \
+         packet then had (the flow's min RTT plus the peak); settled = the median 100 ms mean over the \
+         last 40 % after the step; back = from the step to the end of the first 100 ms after the peak \
+         whose mean is at most 25 % (or 1 ms) over that level. Rate after = the flow's goodput over the \
+         last 40 % of the run over the new link's (its rate less the headers: 1448 of 1514 bytes). DualPI2 aims its C queue at {} and marks L from {} of queue, both times, so its levels hold \
+         at the new rate; RED's thresholds are packets, set at the starting rate, so in time they grow \
+         as the rate falls (5-15 ms at {} is twice that at half the rate).\n",
+        fmt_rate(cfg.rate_bps),
+        cfg.duration.as_secs_f64() / 2.0,
+        fmt_duration(cfg.dualpi2.target),
+        match cfg.dualpi2.step_thresh {
+            tc_qdisc::dualpi2::Step::Time(t) => fmt_duration(t),
+            tc_qdisc::dualpi2::Step::Packets(p) => format!("{p} packets"),
+        },
+        fmt_rate(cfg.rate_bps),
+    );
+    table_header(
+        s,
+        &[
+            "AQM",
+            "sender",
+            "step",
+            "queue before (ms)",
+            "peak (ms)",
+            "peak round trip (ms)",
+            "settled (ms)",
+            "back at the level (s)",
+            "rate after / link",
+        ],
+    );
+    for r in runs {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} -> {} | {:.2} | {:.1} | {:.1} | {:.2} | {} | {:.1} %{} |",
+            r.aqm.name(),
+            r.sender,
+            fmt_rate(r.response.from_bps),
+            fmt_rate(r.response.to_bps),
+            r.response.before_ms,
+            r.response.peak_ms,
+            r.base_rtt_ms + r.response.peak_ms,
+            r.response.settled_ms,
+            r.response
+                .back_s
+                .map_or("never".to_string(), |v| format!("{v:.2}")),
+            r.utilization_after * 100.0,
+            steal_note(r.steal_share),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n{}",
+        repairs_line(runs.iter().map(|r| (r.label(), r.guard_repairs)))
+    );
 }
 
 /// DualPI2's parameters as tc-dualpi2(8) names them.

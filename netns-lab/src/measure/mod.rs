@@ -11,4 +11,5 @@ pub mod fault_effects;
 pub mod oscillation;
 pub mod profile;
 pub mod scenario;
+pub mod step_response;
 pub mod theory;
