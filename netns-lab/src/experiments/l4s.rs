@@ -680,32 +680,63 @@ fn write_steps_csv(out: &ResultsDir, runs: &[StepRun]) -> Result<()> {
     )
 }
 
-/// Queue delay over time around the step, one series per run (and each
-/// run's rate beneath).
+/// Per AQM, the queue delay over time around the step (log axis: L's tens
+/// of microseconds and C's tens of milliseconds both in view) and the
+/// flow's rate, one series per sender and step.
 fn plot_steps(out: &ResultsDir, cfg: &L4sConfig, runs: &[StepRun]) -> Result<()> {
-    let series = |f: fn(&StepRun) -> Vec<(f64, f64)>| -> Vec<Series> {
-        runs.iter()
+    // An empty queue sits at the axis' floor.
+    const FLOOR_MS: f64 = 1.0 / 64.0;
+    let name = |r: &StepRun| format!("{} to {}", r.sender, fmt_rate(r.response.to_bps));
+    let titles: Vec<(Aqm, String, String)> = cfg
+        .step_aqms
+        .iter()
+        .map(|&a| {
+            (
+                a,
+                format!(
+                    "{}: queue delay as the link steps down from {} at t = 0 ({} round trip)",
+                    a.name(),
+                    fmt_rate(cfg.rate_bps),
+                    fmt_duration(cfg.rtt)
+                ),
+                format!("{}: the flow's rate (100 ms means)", a.name()),
+            )
+        })
+        .collect();
+    let mut charts = Vec::new();
+    for (aqm, queue_title, rate_title) in &titles {
+        let of: Vec<&StepRun> = runs.iter().filter(|r| r.aqm == *aqm).collect();
+        if of.is_empty() {
+            continue;
+        }
+        let queue = of
+            .iter()
             .map(|r| Series {
-                name: r.label(),
-                points: f(r),
+                name: name(r),
+                points: r.response.series.iter().map(|&(t, ms)| (t, ms.max(FLOOR_MS).log2())).collect(),
             })
-            .collect()
-    };
-    let title = format!(
-        "Queue delay as the link steps down from {} at t = 0 ({} round trip)",
-        fmt_rate(cfg.rate_bps),
-        fmt_duration(cfg.rtt)
-    );
-    let queue = Chart::new(&title, "s from the step", "queue delay (ms)", series(|r| r.response.series.clone()))
-        .vline(0.0);
-    let rate = Chart::new(
-        "The flow's rate (100 ms means)",
-        "s from the step",
-        "Mbit/s",
-        series(|r| r.rate_series.clone()),
-    )
-    .vline(0.0);
-    plot::draw_stack(&out.file("steps.png"), &[queue, rate])
+            .collect();
+        let rate = of
+            .iter()
+            .map(|r| Series {
+                name: name(r),
+                points: r.rate_series.clone(),
+            })
+            .collect();
+        charts.push(
+            // Up to 1 s, the buffer's time at 5 Mbit/s.
+            Chart::new(queue_title, "s from the step", "queue delay (ms)", queue)
+                .log2_y()
+                .y_max(10.0)
+                .vline(0.0),
+        );
+        charts.push(
+            Chart::new(rate_title, "s from the step", "Mbit/s", rate)
+                .vline(0.0)
+                .y_max(cfg.rate_bps as f64 / 1e6 * 1.6),
+        );
+    }
+    plot::draw_stack(&out.file("steps.png"), &charts)
 }
 
 /// The step runs beside what DualPI2 aims at.
