@@ -504,6 +504,10 @@ pub struct StepRun {
     /// The round trip with no queue, ms: the peak's round trip is this
     /// plus the peak's queue delay.
     pub base_rtt_ms: f64,
+    /// The peak the step can make: the window the flow had (the old
+    /// rate times its min RTT plus the queue it kept) less the new BDP,
+    /// at the new rate, ms (at most the buffer's time).
+    pub expected_peak_ms: f64,
     /// The flow's goodput over the last 40 % of the run, over the new
     /// link's (its rate less the headers).
     pub utilization_after: f64,
@@ -578,7 +582,7 @@ fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<
                 let scn = step_scenario(cfg, aqm, &algorithms.cc(sender), to, &label);
                 let msg = format!("run {}/{total}: {label}", runs.len() + step_runs.len() + 1);
                 let data = run_scenario(&scn, algorithms.ours(sender), msg, stop)?;
-                let r = step_run(aqm, sender, cfg.duration / 2, &data)
+                let r = step_run(aqm, sender, cfg.duration / 2, cfg.buffer_pkts, &data)
                     .with_context(|| format!("{label}: no queue samples on both sides of the step"))?;
                 eprintln!(
                     "{label}: queue {:.2} ms before, peak {:.1} ms ({:.1} ms round trip) at {:.2} s, settled at {:.2} ms {}, \
@@ -616,6 +620,7 @@ fn step_run(
     aqm: Aqm,
     sender: &str,
     step_at: Duration,
+    buffer_pkts: u32,
     data: &crate::measure::scenario::RunData,
 ) -> Option<StepRun> {
     let o = &data.outcome;
@@ -639,16 +644,29 @@ fn step_run(
     let utilization_after = after.iter().map(|p| p.1).sum::<f64>() / after.len().max(1) as f64
         * 1e6
         / crate::measure::theory::goodput_bps(response.to_bps);
+    let base_rtt_ms = f64::from(flow.info.min_rtt_us) / 1e3;
     Some(StepRun {
         aqm,
         sender: sender.to_string(),
-        base_rtt_ms: f64::from(flow.info.min_rtt_us) / 1e3,
+        expected_peak_ms: expected_peak_ms(&response, base_rtt_ms, buffer_pkts),
+        base_rtt_ms,
         utilization_after,
         rate_series,
         steal_share: o.steal_share,
         guard_repairs: o.guard_repairs,
         response,
     })
+}
+
+/// The window a flow held before the step (the old rate over its min
+/// RTT plus the queue it kept) less the new BDP, as queue at the new rate,
+/// ms: the most a window-limited sender can queue before it first cuts,
+/// at most the buffer's time.
+fn expected_peak_ms(r: &StepResponse, base_rtt_ms: f64, buffer_pkts: u32) -> f64 {
+    let (from, to) = (r.from_bps as f64, r.to_bps as f64);
+    let excess_ms = (from * (base_rtt_ms + r.before_ms) - to * base_rtt_ms) / to;
+    let buffer_ms = f64::from(buffer_pkts * PKT_BYTES) * 8e3 / to;
+    excess_ms.clamp(0.0, buffer_ms)
 }
 
 /// `back there 1.23 s after the step` or `never back there`.
@@ -668,6 +686,7 @@ fn write_steps_csv(out: &ResultsDir, runs: &[StepRun]) -> Result<()> {
             ("to_bps", |r| r.response.to_bps.to_string()),
             ("before_ms", |r| format!("{:.3}", r.response.before_ms)),
             ("peak_ms", |r| format!("{:.3}", r.response.peak_ms)),
+            ("expected_peak_ms", |r| format!("{:.3}", r.expected_peak_ms)),
             ("peak_rtt_ms", |r| format!("{:.3}", r.base_rtt_ms + r.response.peak_ms)),
             ("peak_at_s", |r| format!("{:.3}", r.response.peak_at_s)),
             ("settled_ms", |r| format!("{:.3}", r.response.settled_ms)),
@@ -749,7 +768,9 @@ fn steps_section(s: &mut String, cfg: &L4sConfig, runs: &[StepRun]) {
         "\n## The link stepped down at mid-run\n\nOne flow alone, the link's rate cut from {} at {:.0} s \
          (htb's class and the switch's figure of the rate together). Queue delay = each arrival's backlog \
          over the link's rate then; peak = the largest 20 ms mean after the step, and the round trip a \
-         packet then had (the flow's min RTT plus the peak); settled = the median 100 ms mean over the \
+         packet then had (the flow's min RTT plus the peak); expected peak = the window the flow held \
+         (the old rate times its min RTT plus the queue before) less the new BDP, at the new rate: what \
+         a sender can queue before its first cut, at most the buffer; settled = the median 100 ms mean over the \
          last 40 % after the step; back = from the step to the end of the first 100 ms after the peak \
          whose mean is at most 25 % (or 1 ms) over that level. Rate after = the flow's goodput over the \
          last 40 % of the run over the new link's (its rate less the headers: 1448 of 1514 bytes). DualPI2 aims its C queue at {} and marks L from {} of queue, both times, so its levels hold \
@@ -772,6 +793,7 @@ fn steps_section(s: &mut String, cfg: &L4sConfig, runs: &[StepRun]) {
             "step",
             "queue before (ms)",
             "peak (ms)",
+            "expected peak (ms)",
             "peak round trip (ms)",
             "settled (ms)",
             "back at the level (s)",
@@ -781,13 +803,14 @@ fn steps_section(s: &mut String, cfg: &L4sConfig, runs: &[StepRun]) {
     for r in runs {
         let _ = writeln!(
             s,
-            "| {} | {} | {} -> {} | {:.2} | {:.1} | {:.1} | {:.2} | {} | {:.1} %{} |",
+            "| {} | {} | {} -> {} | {:.2} | {:.1} | {:.1} | {:.1} | {:.2} | {} | {:.1} %{} |",
             r.aqm.name(),
             r.sender,
             fmt_rate(r.response.from_bps),
             fmt_rate(r.response.to_bps),
             r.response.before_ms,
             r.response.peak_ms,
+            r.expected_peak_ms,
             r.base_rtt_ms + r.response.peak_ms,
             r.response.settled_ms,
             r.response
@@ -1173,6 +1196,31 @@ mod tests {
         assert_eq!(dual.no_ecn_senders, [2, 3, 4]);
         assert_eq!(c.duration, Duration::from_secs(12));
         assert_eq!(c.warmup, Duration::from_secs(4));
+    }
+
+    /// 50 -> 25 Mbit/s at 20 ms with 0.4 ms of queue: 20.4 ms of the old
+    /// rate is 40.8 ms of the new, less its 20 ms BDP; capped by the buffer.
+    #[test]
+    fn the_expected_peak_is_the_old_window_less_the_new_bdp() {
+        let r = StepResponse {
+            from_bps: 50_000_000,
+            to_bps: 25_000_000,
+            before_ms: 0.4,
+            ..Default::default()
+        };
+        assert!((expected_peak_ms(&r, 20.0, 425) - 20.8).abs() < 1e-9);
+        // 425 packets at 5 Mbit/s are 1.03 s: 50 -> 5 at 200 ms fills it.
+        let deep = StepResponse {
+            to_bps: 5_000_000,
+            ..r.clone()
+        };
+        assert!((expected_peak_ms(&deep, 200.0, 425) - 425.0 * 1514.0 * 8e3 / 5e6).abs() < 1e-9);
+        // A step up queues nothing.
+        let up = StepResponse {
+            to_bps: 100_000_000,
+            ..r
+        };
+        assert_eq!(expected_peak_ms(&up, 20.0, 425), 0.0);
     }
 
     #[test]
