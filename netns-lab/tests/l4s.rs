@@ -180,7 +180,9 @@ fn l4s_refuses_bad_input_before_anything_is_built() {
     require_root();
     let _serial = serial();
     assert_refused(&[
-        (&["l4s", "--mixes", "0:1"], "at least one flow of each class"),
+        (&["l4s", "--mixes", "0:1"], "two flows at least"),
+        (&["l4s", "--mixes", "2:0", "--rtt", "10ms,80ms"], "add --steps none"),
+        (&["l4s", "--mixes", "1:2", "--rtt", "10ms,80ms", "--steps", "none"], "2 round trips for 3 senders"),
         (&["l4s", "--mixes", "1"], "scalable:classic"),
         (&["l4s", "--classic", "bpf_dctcp"], "a kernel algorithm"),
         (&["l4s", "--scalable", "prague"], "prague"),

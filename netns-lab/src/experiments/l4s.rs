@@ -189,9 +189,12 @@ pub struct L4sArgs {
     /// Bottleneck rate.
     #[arg(long, value_parser = crate::units::parse_rate, default_value = "50M")]
     pub rate: u64,
-    /// Round trip of every flow, added on the ACK path.
-    #[arg(long, value_parser = parse_duration, default_value = "20ms")]
-    pub rtt: Duration,
+    /// Round trip of every flow, added on the ACK path; or one per flow,
+    /// comma-separated, in the mix's order (scalable flows first:
+    /// `--mixes 2:0 --rtt 10ms,80ms`), for every mix. The AQMs' times
+    /// that need a BDP (seed 002's dual AQM) take the first flow's.
+    #[arg(long, value_parser = Rtt::parse, default_value = "20ms")]
+    pub rtt: Rtt,
     /// What adds the round trip: netem where the kernel has it, else the
     /// lab's delay element.
     #[arg(long, value_enum, default_value = "auto")]
@@ -258,7 +261,7 @@ impl L4sArgs {
         let duration = Duration::try_from_secs_f64(secs).unwrap_or(Duration::ZERO);
         L4sConfig {
             rate_bps: self.rate,
-            rtt: self.rtt,
+            rtt: self.rtt.clone(),
             delay_backend: self.delay_backend,
             aqms: self.aqms.clone(),
             dualpi2: self.dualpi2.clone(),
@@ -281,7 +284,7 @@ impl L4sArgs {
 #[derive(Clone, Debug, Serialize)]
 pub struct L4sConfig {
     pub rate_bps: u64,
-    pub rtt: Duration,
+    pub rtt: Rtt,
     pub delay_backend: DelayBackend,
     pub aqms: Vec<Aqm>,
     pub dualpi2: Dualpi2,
@@ -306,8 +309,8 @@ impl L4sConfig {
         anyhow::ensure!(!self.scalable.is_empty(), "--scalable: give at least one");
         for m in &self.mixes {
             anyhow::ensure!(
-                m.scalable >= 1 && m.classic >= 1 && m.scalable + m.classic <= 16,
-                "--mixes {}: at least one flow of each class, 16 in all at most",
+                (2..=16).contains(&(m.scalable + m.classic)),
+                "--mixes {}: two flows at least (2:0 compares two scalable flows), 16 in all at most",
                 m.label()
             );
         }
@@ -355,7 +358,15 @@ impl L4sConfig {
             "--duration {}: at least 6 s (a third of it is warm-up)",
             self.duration.as_secs_f64()
         );
-        Rtt::uniform(self.rtt).validate(1)?;
+        anyhow::ensure!(!self.rtt.0.is_empty(), "--rtt none: every flow here needs a round trip");
+        for m in &self.mixes {
+            self.rtt
+                .validate(m.scalable + m.classic)
+                .with_context(|| format!("--mixes {}", m.label()))?;
+        }
+        if !self.steps.is_empty() && self.rtt.0.len() > 1 {
+            anyhow::bail!("--rtt with one round trip per flow: the step runs have one flow; add --steps none");
+        }
         for a in &self.aqms {
             self.bottleneck(*a).validate()?;
         }
@@ -369,7 +380,7 @@ impl L4sConfig {
         Bottleneck {
             rate_bps,
             buffer_pkts: self.buffer_pkts,
-            backend: aqm.backend(rate_bps, self.rtt, &self.dualpi2),
+            backend: aqm.backend(rate_bps, self.rtt.of(0), &self.dualpi2),
         }
     }
 
@@ -392,7 +403,8 @@ pub struct L4sRun {
     /// Mean rate of a flow of each class, Mbit/s.
     pub scalable_mbps: f64,
     pub classic_mbps: f64,
-    /// scalable_mbps / classic_mbps: 1 is an equal share per flow.
+    /// scalable_mbps / classic_mbps: 1 is an equal share per flow; in a
+    /// mix of one class (2:0), the first flow's rate over the last's.
     pub ratio: f64,
     pub jain: f64,
     /// Queue found by arrivals, packets, and in ms at the rate.
@@ -413,9 +425,15 @@ pub struct L4sRun {
 impl L4sRun {
     fn of(cfg: &L4sConfig, aqm: Aqm, scalable: &str, mix: Mix, o: &Outcome) -> L4sRun {
         let rates: Vec<f64> = o.goodput_bps.iter().map(|g| g / 1e6).collect();
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        // (A sum of nothing is -0.0: a class without flows reads 0.)
+        let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
         let (s, c) = rates.split_at(mix.scalable.min(rates.len()));
         let (scalable_mbps, classic_mbps) = (mean(s), mean(c));
+        let ratio = if s.is_empty() || c.is_empty() {
+            rates.first().copied().unwrap_or(0.0) / rates.last().copied().unwrap_or(0.0).max(1e-9)
+        } else {
+            scalable_mbps / classic_mbps.max(1e-9)
+        };
         L4sRun {
             aqm,
             scalable: scalable.to_string(),
@@ -425,7 +443,7 @@ impl L4sRun {
             rates_mbps: rates,
             scalable_mbps,
             classic_mbps,
-            ratio: scalable_mbps / classic_mbps.max(1e-9),
+            ratio,
             queue_mean_pkts: o.queue.mean,
             queue_p99_pkts: o.queue.p99,
             queue_mean_ms: cfg.queue_ms(o.queue.mean),
@@ -455,7 +473,7 @@ fn scenario(cfg: &L4sConfig, aqm: Aqm, mix: Mix, scalable_cc: &str, label: &str)
     let flows = mix.scalable + mix.classic;
     let mut scn = Scenario {
         round_trip: Some(RoundTrip {
-            rtt: Rtt::uniform(cfg.rtt),
+            rtt: cfg.rtt.clone(),
             backend: cfg.delay_backend,
         }),
         ..Scenario::long_flows(
@@ -486,7 +504,7 @@ fn step_scenario(cfg: &L4sConfig, aqm: Aqm, cc: &str, to_bps: u64, label: &str) 
     };
     let mut scn = Scenario {
         round_trip: Some(RoundTrip {
-            rtt: Rtt::uniform(cfg.rtt),
+            rtt: cfg.rtt.clone(),
             backend: cfg.delay_backend,
         }),
         ..Scenario::long_flows(label, bottleneck, 1, cc, cfg.duration, cfg.warmup)
@@ -669,6 +687,11 @@ fn expected_peak_ms(r: &StepResponse, base_rtt_ms: f64, buffer_pkts: u32) -> f64
     excess_ms.clamp(0.0, buffer_ms)
 }
 
+/// `20 ms`, or `10 ms, 80 ms` per flow.
+fn rtts(rtt: &Rtt) -> String {
+    rtt.0.iter().map(|&d| fmt_duration(d)).collect::<Vec<_>>().join(", ")
+}
+
 /// `back there 1.23 s after the step` or `never back there`.
 fn back(r: &StepResponse) -> String {
     r.back_s
@@ -716,7 +739,7 @@ fn plot_steps(out: &ResultsDir, cfg: &L4sConfig, runs: &[StepRun]) -> Result<()>
                     "{}: queue delay as the link steps down from {} at t = 0 ({} round trip)",
                     a.name(),
                     fmt_rate(cfg.rate_bps),
-                    fmt_duration(cfg.rtt)
+                    rtts(&cfg.rtt)
                 ),
                 format!("{}: the flow's rate (100 ms means)", a.name()),
             )
@@ -931,7 +954,7 @@ fn plot_ratios(out: &ResultsDir, cfg: &L4sConfig, runs: &[L4sRun]) -> Result<()>
         "Rate per flow, scalable / {}, {} at {}",
         cfg.classic,
         fmt_rate(cfg.rate_bps),
-        fmt_duration(cfg.rtt)
+        rtts(&cfg.rtt)
     );
     // On a log axis: 1/2 and 2 as far from an equal share, starvation
     // (ratios of 10-40) in view without squeezing the band.
@@ -964,7 +987,7 @@ fn plot_sojourn(out: &ResultsDir, cfg: &L4sConfig, runs: &[L4sRun]) -> Result<()
     let title = format!(
         "DualPI2: sojourn per queue, {} at {}",
         fmt_rate(cfg.rate_bps),
-        fmt_duration(cfg.rtt)
+        rtts(&cfg.rtt)
     );
     let target = cfg.dualpi2.target.as_secs_f64() * 1e3;
     let chart = Chart::new(&title, "sojourn (ms)", "share of packets at or under", series)
@@ -988,8 +1011,8 @@ fn summary(cfg: &L4sConfig, runs: &[L4sRun]) -> String {
          droptail. Rate = a flow's goodput over the measured window; ratio = a scalable flow's mean rate over a \
          classic flow's (1: equal shares; RFC 9331's goal behind a classic ECN AQM, 0.5-2).\n",
         fmt_rate(cfg.rate_bps),
-        fmt_duration(cfg.rtt),
-        bdp_pkts(cfg.rate_bps, cfg.rtt),
+        rtts(&cfg.rtt),
+        bdp_pkts(cfg.rate_bps, cfg.rtt.of(0)),
         cfg.buffer_pkts,
         cfg.duration.as_secs_f64(),
         cfg.warmup.as_secs_f64(),
@@ -1223,6 +1246,20 @@ mod tests {
         assert_eq!(expected_peak_ms(&up, 20.0, 425), 0.0);
     }
 
+    /// Two scalable flows (2:0): the ratio is the first's rate over the
+    /// last's.
+    #[test]
+    fn a_mix_of_one_class_compares_its_first_flow_with_its_last() {
+        let c = cfg();
+        let o = Outcome {
+            goodput_bps: vec![30e6, 10e6],
+            ..Default::default()
+        };
+        let r = L4sRun::of(&c, Aqm::Dualpi2, "bpf_prague", Mix::parse("2:0").unwrap(), &o);
+        assert!((r.ratio - 3.0).abs() < 1e-12, "{}", r.ratio);
+        assert_eq!(r.classic_mbps, 0.0);
+    }
+
     #[test]
     fn a_run_splits_its_rates_by_class() {
         let c = cfg();
@@ -1251,7 +1288,24 @@ mod tests {
                     }],
                     ..base.clone()
                 },
-                "at least one flow of each class",
+                "two flows at least",
+            ),
+            (
+                L4sConfig {
+                    rtt: Rtt::parse("10ms,80ms").unwrap(),
+                    mixes: vec![Mix::parse("1:2").unwrap()],
+                    steps: vec![],
+                    ..base.clone()
+                },
+                "2 round trips for 3 senders",
+            ),
+            (
+                L4sConfig {
+                    rtt: Rtt::parse("10ms,80ms").unwrap(),
+                    mixes: vec![Mix::parse("2:0").unwrap()],
+                    ..base.clone()
+                },
+                "add --steps none",
             ),
             (
                 L4sConfig {
