@@ -170,8 +170,9 @@ impl Mix {
 /// marks and drops, and through DualPI2 each queue's sojourn. Compare
 /// Prague's classic-ECN fallback on and off with
 /// `--scalable bpf_prague+classic_ecn=1` beside `bpf_prague`. Writes
-/// results/l4s/<timestamp>/: runs.csv, runs.json, ratio.png, sojourn.png
-/// (DualPI2's queues), summary.md.
+/// results/l4s/<timestamp>/: runs.csv, runs.json, ratio.png, rates.png (a
+/// flow's rate over time per class), sojourn.png (DualPI2's queues),
+/// summary.md.
 ///
 /// Then the dynamic case: one flow of each --step-senders alone through
 /// each --step-aqms, the link stepped down from --rate to each of --steps
@@ -420,6 +421,11 @@ pub struct L4sRun {
     pub guard_repairs: (u64, u64, u64),
     /// DualPI2's L and C queues (dualpi2 only).
     pub dualpi2: Option<Dualpi2Window>,
+    /// A flow's mean rate over time in each class, scalable then classic
+    /// (s from the start, Mbit/s per 100 ms; empty for a class without
+    /// flows).
+    #[serde(skip)]
+    pub class_rates: [Vec<(f64, f64)>; 2],
 }
 
 impl L4sRun {
@@ -455,6 +461,10 @@ impl L4sRun {
             steal_share: o.steal_share,
             guard_repairs: o.guard_repairs,
             dualpi2: o.dualpi2.clone(),
+            class_rates: [
+                class_rate(&o.flows[..mix.scalable.min(o.flows.len())]),
+                class_rate(&o.flows[mix.scalable.min(o.flows.len())..]),
+            ],
         }
     }
 
@@ -467,6 +477,23 @@ impl L4sRun {
             self.classic
         )
     }
+}
+
+/// The mean rate of `flows` over time: per interval, the bytes they read
+/// over its length, per flow (Mbit/s at each interval's end).
+fn class_rate(flows: &[crate::traffic::bulk::FlowResult]) -> Vec<(f64, f64)> {
+    let Some(first) = flows.first() else {
+        return Vec::new();
+    };
+    let ends = &first.series_end_s;
+    (0..flows.iter().map(|f| f.series.len()).min().unwrap_or(0))
+        .map(|i| {
+            let from = if i == 0 { 0.0 } else { ends[i - 1] };
+            let bytes: u64 = flows.iter().map(|f| f.series[i]).sum();
+            let mbps = bytes as f64 * 8.0 / (ends[i] - from).max(1e-6) / 1e6;
+            (ends[i], mbps / flows.len() as f64)
+        })
+        .collect()
 }
 
 fn scenario(cfg: &L4sConfig, aqm: Aqm, mix: Mix, scalable_cc: &str, label: &str) -> Scenario {
@@ -621,6 +648,7 @@ fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<
     write_csv(out, &runs)?;
     plot_ratios(out, cfg, &runs)?;
     plot_sojourn(out, cfg, &runs)?;
+    plot_rates(out, cfg, &runs)?;
     if !step_runs.is_empty() {
         write_steps_csv(out, &step_runs)?;
         plot_steps(out, cfg, &step_runs)?;
@@ -965,6 +993,52 @@ fn plot_ratios(out: &ResultsDir, cfg: &L4sConfig, runs: &[L4sRun]) -> Result<()>
         .hline(0.0, "equal share".into())
         .hline(1.0, "2x".into());
     plot::draw(&out.file("ratio.png"), &chart)
+}
+
+/// Per AQM, a flow's mean rate over time in each class, one series per
+/// mix and class: who takes the link, and how soon.
+fn plot_rates(out: &ResultsDir, cfg: &L4sConfig, runs: &[L4sRun]) -> Result<()> {
+    let titles: Vec<(Aqm, String)> = cfg
+        .aqms
+        .iter()
+        .map(|&a| {
+            (
+                a,
+                format!(
+                    "{}: rate per flow of each class (100 ms means), {} at {}",
+                    a.name(),
+                    fmt_rate(cfg.rate_bps),
+                    rtts(&cfg.rtt)
+                ),
+            )
+        })
+        .collect();
+    let mut charts = Vec::new();
+    for (aqm, title) in &titles {
+        let series: Vec<Series> = runs
+            .iter()
+            .filter(|r| r.aqm == *aqm)
+            .flat_map(|r| {
+                [(&r.scalable, 0), (&r.classic, 1)].map(|(cc, i)| Series {
+                    name: format!("{} {cc}", r.mix.label()),
+                    points: r.class_rates[i].clone(),
+                })
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect();
+        if series.is_empty() {
+            continue;
+        }
+        charts.push(
+            Chart::new(title, "s from the start", "Mbit/s per flow", series)
+                .vline(cfg.warmup.as_secs_f64())
+                .y_max(cfg.rate_bps as f64 / 1e6 * 1.3),
+        );
+    }
+    if charts.is_empty() {
+        return Ok(());
+    }
+    plot::draw_stack(&out.file("rates.png"), &charts)
 }
 
 /// DualPI2's sojourn CDF per queue, one series per run through it, on a
