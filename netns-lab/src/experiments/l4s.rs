@@ -26,7 +26,7 @@ use super::run_scenario;
 use crate::measure::scenario::{Outcome, Scenario};
 use crate::measure::step_response::StepResponse;
 use crate::net::rate_schedule::RateSchedule;
-use crate::net::delay::{bdp_pkts, fmt_duration, parse_duration, DelayBackend, RoundTrip, Rtt};
+use crate::net::delay::{bdp_pkts, fmt_duration, DelayBackend, RoundTrip, Rtt};
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
 use crate::report::tables::{repairs_line, repairs_note, steal_note, table_header};
