@@ -29,11 +29,9 @@ fn leaf_sent(star: &Star) -> (u64, u64) {
     (sent("110:"), sent("120:"))
 }
 
-#[test]
-fn dualpi2_decides_as_its_model_and_steers_each_class_into_its_queue() {
-    require_root();
-    let _serial = serial();
-    let star = Star::build(&StarSpec::senders(1)).unwrap();
+/// DualPI2 with its defaults at RATE on the star's bottleneck, every
+/// decision and controller update traced.
+fn traced_dualpi2(star: &Star) -> (Bottleneck, tc_qdisc::intf::marker_config, BpfSwitch) {
     let b = Bottleneck {
         rate_bps: RATE,
         buffer_pkts: BUFFER,
@@ -43,7 +41,7 @@ fn dualpi2_decides_as_its_model_and_steers_each_class_into_its_queue() {
     b.install(star.switch.name(), &star.bottleneck_if).unwrap();
     let mut cfg = b.backend.marker_config(BUFFER, 1);
     cfg.dualpi2.trace = 1;
-    let mut sw = BpfSwitch::start(
+    let sw = BpfSwitch::start(
         None,
         cfg,
         RATE,
@@ -54,6 +52,15 @@ fn dualpi2_decides_as_its_model_and_steers_each_class_into_its_queue() {
         &star.receiver.ifname,
     )
     .unwrap();
+    (b, cfg, sw)
+}
+
+#[test]
+fn dualpi2_decides_as_its_model_and_steers_each_class_into_its_queue() {
+    require_root();
+    let _serial = serial();
+    let star = Star::build(&StarSpec::senders(1)).unwrap();
+    let (_, cfg, mut sw) = traced_dualpi2(&star);
 
     // A burst of 30 L packets, then 1.5 s at about 20 Mbit/s (three
     // 1,000-byte datagrams every 1.2 ms), then quiet while the queue drains.
@@ -225,25 +232,7 @@ fn a_rate_change_moves_the_link_and_the_markers_estimate_together() {
     // A 1,000-byte UDP payload on the wire.
     const WIRE: f64 = (1000 + 8 + 20 + 14) as f64 * 8.0;
     let star = Star::build(&StarSpec::senders(1)).unwrap();
-    let b = Bottleneck {
-        rate_bps: RATE,
-        buffer_pkts: BUFFER,
-        backend: Backend::BpfDualpi2(Dualpi2::default()),
-    };
-    b.install(star.switch.name(), &star.bottleneck_if).unwrap();
-    let mut cfg = b.backend.marker_config(BUFFER, 1);
-    cfg.dualpi2.trace = 1;
-    let mut sw = BpfSwitch::start(
-        None,
-        cfg,
-        RATE,
-        false,
-        &star.switch.path(),
-        &star.bottleneck_if,
-        &star.receiver.ns.path(),
-        &star.receiver.ifname,
-    )
-    .unwrap();
+    let (b, _, mut sw) = traced_dualpi2(&star);
     let l_sent = || (leaf_sent(&star).0, dctcp_utils::clock::monotonic_ns());
     let rate =
         |a: (u64, u64), b: (u64, u64)| (b.0 - a.0) as f64 * WIRE / ((b.1 - a.1) as f64 / 1e9);

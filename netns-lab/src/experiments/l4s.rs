@@ -673,17 +673,9 @@ fn step_run(
     let response = StepResponse::of(&data.samples, o.rate_bps, &o.rate_changes)?;
     let flow = o.flows.first()?;
     // Each interval's rate, at its end on the run's clock, from the step.
-    let ends = &flow.series_end_s;
-    let rate_series: Vec<(f64, f64)> = flow
-        .series
-        .iter()
-        .zip(ends)
-        .enumerate()
-        .map(|(i, (&bytes, &end))| {
-            let from = if i == 0 { 0.0 } else { ends[i - 1] };
-            let mbps = bytes as f64 * 8.0 / (end - from).max(1e-6) / 1e6;
-            (end - step_at.as_secs_f64(), mbps)
-        })
+    let rate_series: Vec<(f64, f64)> = class_rate(std::slice::from_ref(flow))
+        .into_iter()
+        .map(|(end, mbps)| (end - step_at.as_secs_f64(), mbps))
         .collect();
     let tail = rate_series.len() * 3 / 5;
     let after = &rate_series[tail..];
@@ -830,10 +822,7 @@ fn steps_section(s: &mut String, cfg: &L4sConfig, runs: &[StepRun]) {
         fmt_rate(cfg.rate_bps),
         cfg.duration.as_secs_f64() / 2.0,
         fmt_duration(cfg.dualpi2.target),
-        match cfg.dualpi2.step_thresh {
-            tc_qdisc::dualpi2::Step::Time(t) => fmt_duration(t),
-            tc_qdisc::dualpi2::Step::Packets(p) => format!("{p} packets"),
-        },
+        step_thresh(&cfg.dualpi2),
         fmt_rate(cfg.rate_bps),
     );
     table_header(
@@ -878,12 +867,17 @@ fn steps_section(s: &mut String, cfg: &L4sConfig, runs: &[StepRun]) {
     );
 }
 
-/// DualPI2's parameters as tc-dualpi2(8) names them.
-fn dualpi2_params(d: &Dualpi2) -> String {
-    let step = match d.step_thresh {
+/// DualPI2's step threshold: `1 ms`, or `30 packets`.
+fn step_thresh(d: &Dualpi2) -> String {
+    match d.step_thresh {
         tc_qdisc::dualpi2::Step::Time(t) => fmt_duration(t),
         tc_qdisc::dualpi2::Step::Packets(p) => format!("{p} packets"),
-    };
+    }
+}
+
+/// DualPI2's parameters as tc-dualpi2(8) names them.
+fn dualpi2_params(d: &Dualpi2) -> String {
+    let step = step_thresh(d);
     format!(
         "target {}, tupdate {}, alpha {} Hz, beta {} Hz, step_thresh {step}, coupling_factor {}, \
          classic_protection {} %, {}",
