@@ -60,8 +60,8 @@ Exit status: 0 success, 1 failure, 2 bad input (nothing was built), 4 not root."
 #[derive(Debug, Subcommand)]
 enum Command {
     #[command(flatten)]
-    Experiment(ExperimentCommand),
-    Bench(netns_lab::experiments::bench::BenchArgs),
+    Experiment(Box<ExperimentCommand>),
+    Bench(Box<netns_lab::experiments::bench::BenchArgs>),
     /// What this kernel offers the lab, and what to use where it falls short.
     Doctor {
         /// One JSON array for scripts.

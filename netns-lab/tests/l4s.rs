@@ -31,6 +31,8 @@ fn fallback_once() {
     let o = lab(&[
         "l4s",
         "--quick",
+        "--rates",
+        "50M",
         "--aqms",
         "rfc3168",
         "--mixes",
@@ -39,6 +41,8 @@ fn fallback_once() {
         "bpf_prague,bpf_prague+classic_ecn=1",
         "--steps",
         "none",
+        "--short-per-second",
+        "0",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -99,6 +103,8 @@ fn dualpi2_once() {
     let o = lab(&[
         "l4s",
         "--quick",
+        "--rates",
+        "50M",
         "--aqms",
         "dualpi2,step",
         "--mixes",
@@ -107,6 +113,8 @@ fn dualpi2_once() {
         "25M",
         "--step-aqms",
         "dualpi2",
+        "--short-aqms",
+        "dualpi2,step",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -171,6 +179,26 @@ fn dualpi2_once() {
     assert!(c_peak > 1.3 * p_peak, "{prague}\n{cubic}");
     assert!(10.0 * f(&prague["settled_ms"]) < f(&cubic["settled_ms"]), "{prague}\n{cubic}");
     assert!(p_goodput > 0.9 && c_goodput > 0.9, "goodput after the step {p_goodput} {c_goodput}");
+
+    // Short flows of each class (10 per second each, 10-100 KB) beside the
+    // long pair: through DualPI2 cubic's finish about as soon as Prague's;
+    // through the one L4S queue cubic's mean doubles (a tail of 1 s
+    // retransmission timeouts), Prague's does not.
+    let shorts = json(&out.join("shorts.json"));
+    let fct_of = |aqm: &str, class: usize| {
+        let r = shorts.as_array().unwrap().iter().find(|r| r["aqm"] == aqm).unwrap();
+        let fct = &r["classes"][class]["fct"];
+        assert_eq!(fct["completed"], fct["started"], "{aqm}: a short flow never finished: {r}");
+        assert!(fct["started"].as_u64().unwrap() > 20, "{r}");
+        f(&fct["fct_us"]["mean"]) / 1e3
+    };
+    let (dp, dc, sc) = (fct_of("dualpi2", 0), fct_of("dualpi2", 1), fct_of("step", 1));
+    eprintln!("short flows' mean FCT: dualpi2 prague {dp:.1} cubic {dc:.1} ms; step cubic {sc:.1} ms");
+    // Ten pinned runs here (2026-12-04): through DualPI2 Prague 128.1-134.4
+    // ms, cubic 130.7-141.8 (0.97-1.09 x Prague's); through the step cubic
+    // 231.8-271.9 (1.63-2.04 x its DualPI2 figure).
+    assert!(dc < 1.25 * dp, "through DualPI2 cubic's short flows {dc} ms, Prague's {dp} ms");
+    assert!(sc > 1.4 * dc, "cubic's short flows through the step {sc} ms, through DualPI2 {dc} ms");
     std::fs::remove_dir_all(&out).unwrap();
     assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
 }
@@ -193,7 +221,12 @@ fn l4s_refuses_bad_input_before_anything_is_built() {
         (&["l4s", "--dualpi2", "k=2"], "unknown parameter `k`"),
         (&["l4s", "--duration", "2"], "at least 6 s"),
         (&["l4s", "--duration=-1"], "at least 6 s"),
-        (&["l4s", "--steps", "60M"], "a step goes down from --rate"),
+        (&["l4s", "--steps", "60M"], "a step goes down from the first of --rates, 50"),
+        (&["l4s", "--rates", "10M,50M", "--steps", "25M"], "a step goes down from the first of --rates, 10"),
+        (&["l4s", "--rate-schedule", "0s:50M,5s:25M"], "give one rate in --rates"),
+        (&["l4s", "--mixes", "1:1:prague"], "prague"),
+        (&["l4s", "--mixes", "1:2@10ms/80ms", "--steps", "none"], "2 round trips for 3 senders"),
+        (&["l4s", "--mixes", "2:0@10ms/x"], "round trips `10ms/x`"),
         (&["l4s", "--steps", "fast"], "not a rate"),
         (&["l4s", "--steps", "500k"], "rate"),
         (&["l4s", "--step-senders", "prague"], "prague"),

@@ -48,10 +48,7 @@ fn run_through(
 ) -> RunData {
     let mut scn = Scenario {
         trace_algorithm: Some(trace.to_string()),
-        round_trip: rtt.map(|rtt| RoundTrip {
-            rtt: Rtt::uniform(rtt),
-            backend: DelayBackend::Auto,
-        }),
+        round_trip: rtt.map(|rtt| RoundTrip::new(Rtt::uniform(rtt), DelayBackend::Auto)),
         ..Scenario::long_flows(
             trace,
             bottleneck,

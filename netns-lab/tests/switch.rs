@@ -455,6 +455,44 @@ fn dual_ages_its_averages_over_an_idle_link() {
     );
 }
 
+/// RED's idle rule in bpf-red too: a burst drives the slow average far
+/// above max, so the burst's last ECN-capable packets are all marked (and
+/// its Not-ECT ones dropped); the link then idles for about 65 packet
+/// times (12 ms each at 1 Mbit/s), which age the average by (7/8)^65 at
+/// the next arrival, and the
+/// next burst's first packets pass. Without the aging the average would
+/// still be above max (it falls by 1/8 per arrival) and they would be hit:
+/// a sender that backs off behind such a RED finds every packet marked for
+/// as long as its few arrivals take to bring the average down.
+#[test]
+fn red_ages_its_average_over_an_idle_link() {
+    let (samples, _, _) = mixed_bursts_through(
+        Backend::BpfRed {
+            min: 2,
+            max: 6,
+            max_p: 0.1,
+            wlog: 3,
+        },
+        // The first burst drains in 0.5 s at 1 Mbit/s; 1.3 s of pause.
+        &[(30, Duration::from_millis(1300)), (2, Duration::ZERO)],
+        true,
+    );
+    assert_eq!(samples.len(), 64, "every arrival probed");
+    let (first, second) = samples.split_at(60);
+    assert!(
+        first[50..].iter().all(|s| action(s) != queue_action_QA_PASS),
+        "the first burst's average never passed max: {:?}",
+        first.iter().map(|s| (s.qlen, action(s))).collect::<Vec<_>>()
+    );
+    let idle_ns = second[0].ts_ns - first[59].ts_ns;
+    assert!(idle_ns > 1_000_000_000, "pause of {idle_ns} ns");
+    assert_eq!(
+        (action(&second[0]), action(&second[1])),
+        (queue_action_QA_PASS, queue_action_QA_PASS),
+        "after {idle_ns} ns of idle link the average still hit the next burst's first packets"
+    );
+}
+
 /// The probe sampling one arrival in 16 takes about 1/16 of them, at random
 /// gaps: datagram i is 64 + i mod 16 bytes long, so a fixed stride of 16
 /// would see one length only. The probe takes arrivals whether the qdisc

@@ -438,7 +438,7 @@ fn kernel_dctcp_converges_like_bpf_dctcp_on_red() {
 /// receiver's counter, as they ride tcx on newer kernels: one run with
 /// random loss on both paths and reordering, one with every ECN field
 /// bleached. Each fault's counters against what the qdisc, the receiver
-/// and the senders saw. Figures of five 6.1 runs are in docs/kernels.md.
+/// and the senders saw. Figures of five 6.1 runs are in docs/notes/2026-11-24-stock-kernel-tier-record.md.
 #[test]
 #[ignore = "stock-kernel VM only: just vm-test 6.1"]
 fn before_tcx_faults_ride_clsact_ahead_of_the_receivers_counter() {

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use netns_lab::net::delayline::{self, Route, Spec};
+use netns_lab::net::delayline::{self, Route, Slot, Spec};
 
 /// Hold every frame arriving on one interface for a constant delay, then
 /// send it out of another, in arrival order.
@@ -37,6 +37,11 @@ struct Cli {
     /// Hold at most this many frames; beyond, frames are dropped and counted.
     #[arg(long, default_value_t = 1 << 20)]
     max_held: usize,
+    /// Release in slots, as netem's `slot` does: held frames leave only as
+    /// a slot opens, every NANOSECONDS, at most PACKETS of a route's per
+    /// slot (NANOSECONDS:PACKETS).
+    #[arg(long)]
+    slot: Option<Slot>,
     /// Run on this CPU only (the lab keeps the switch's receive work off it).
     #[arg(long)]
     cpu: Option<usize>,
@@ -56,6 +61,7 @@ fn main() -> ExitCode {
         default_delay_ns: cli.default_ns,
         spin_ns: cli.spin_us * 1000,
         max_held: cli.max_held,
+        slot: cli.slot,
     };
     if let Some(cpu) = cli.cpu {
         // SAFETY: a zeroed cpu_set_t with one bit set, for this thread.

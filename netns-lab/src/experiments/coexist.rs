@@ -642,10 +642,7 @@ impl CoRun {
 fn scenario(cfg: &CoexistConfig, p: &Plan, dctcp: &str) -> Scenario {
     let flows = p.dctcp_flows + p.reno_flows;
     let mut scn = Scenario {
-        round_trip: Some(RoundTrip {
-            rtt: Rtt::uniform(cfg.rtt),
-            backend: cfg.delay_backend,
-        }),
+        round_trip: Some(RoundTrip::new(Rtt::uniform(cfg.rtt), cfg.delay_backend)),
         no_ecn_senders: (p.dctcp_flows..flows).collect(),
         rwnd_clamp_bytes: Some(cfg.window_cap_pkts() * SEGMENT_BYTES),
         ..Scenario::long_flows(

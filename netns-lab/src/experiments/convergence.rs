@@ -546,7 +546,7 @@ fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Res
                 access_rate_bps: None,
                 interval: cfg.interval,
                 trace_algorithm: None,
-                short_flows: None,
+                short_flows: Vec::new(),
                 rwnd_clamp_bytes: v.marks().then(|| cfg.window_cap(rate) * SEGMENT_BYTES),
                 no_ecn_senders: Vec::new(),
                 faults: FaultArgs::default(),
@@ -971,10 +971,7 @@ mod tests {
             hold: Duration::from_secs(1),
             interval: Duration::from_millis(100),
             smooth: Duration::from_secs(1),
-            rtt: RttArgs {
-                rtt: None,
-                delay_backend: crate::net::delay::DelayBackend::Auto,
-            },
+            rtt: RttArgs::default(),
             out: None,
         }
     }

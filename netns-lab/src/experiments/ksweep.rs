@@ -198,10 +198,7 @@ impl Switch {
 /// instance's name), each receiver's window capped (`window_cap_pkts`).
 fn scenario(cfg: &KsweepConfig, pair: Pair, k: u32, cc: &str) -> Scenario {
     Scenario {
-        round_trip: Some(RoundTrip {
-            rtt: Rtt::uniform(pair.rtt),
-            backend: cfg.delay_backend,
-        }),
+        round_trip: Some(RoundTrip::new(Rtt::uniform(pair.rtt), cfg.delay_backend)),
         rwnd_clamp_bytes: Some(window_cap_pkts(&pair, k) * SEGMENT_BYTES),
         ..Scenario::long_flows(
             &format!("K = {k}"),

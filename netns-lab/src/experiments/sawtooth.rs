@@ -337,10 +337,7 @@ fn measure(pair: Pair, n: usize, k: u32, data: &RunData) -> SawRun {
 /// path, traced live, each receiver's window capped (`window_cap`).
 fn scenario(cfg: &SawtoothConfig, pair: &Pair, n: usize, cc: &str) -> Scenario {
     Scenario {
-        round_trip: Some(RoundTrip {
-            rtt: Rtt::uniform(pair.rtt),
-            backend: cfg.delay_backend,
-        }),
+        round_trip: Some(RoundTrip::new(Rtt::uniform(pair.rtt), cfg.delay_backend)),
         rwnd_clamp_bytes: Some(window_cap(pair, cfg.k, n) * SEGMENT_BYTES),
         trace_algorithm: Some(cc.to_string()),
         ..Scenario::long_flows(

@@ -199,7 +199,7 @@ impl Measured {
             label: o.label.clone(),
             round,
             setting,
-            fct: o.short_fct.clone().unwrap_or_default(),
+            fct: o.short_fct.first().cloned().unwrap_or_default(),
             long_mbps: o.goodput_bps.iter().sum::<f64>() / 1e6,
             utilization: o.utilization,
             steal_share: o.steal_share,
@@ -233,7 +233,7 @@ impl Measured {
 /// the rate unless `--rtt` says otherwise.
 fn scenario(cfg: &XdctcpConfig, label: &str, cc: &str, duration: Duration, seed: u64) -> Scenario {
     Scenario {
-        short_flows: Some(short_spec(cfg, cc, seed)),
+        short_flows: vec![short_spec(cfg, cc, seed)],
         round_trip: cfg.rtt.or(Some(datacenter_rtt(cfg.rate_bps))),
         ..Scenario::long_flows(
             label,
@@ -296,10 +296,11 @@ fn run(cfg: &XdctcpConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<X
             )?;
             let dir = out.sub(&format!("r{}-{key}", round + 1))?;
             dir.write_json("outcome.json", &run.outcome)?;
-            write_short_flows(&dir, &run.short)?;
+            write_short_flows(&dir, &run.short.concat())?;
             fcts[i].extend(
                 run.short
                     .iter()
+                    .flatten()
                     .filter_map(|f| f.fct_us)
                     .map(|u| u as f64 / 1e3),
             );
@@ -835,7 +836,7 @@ mod tests {
             s.round_trip.unwrap().rtt.0,
             vec![datacenter_rtt(cfg.rate_bps)]
         );
-        let short = s.short_flows.unwrap();
+        let short = &s.short_flows[0];
         assert_eq!(
             (short.cc.as_str(), short.seed, short.sender),
             ("dl9", 7, cfg.long_flows)

@@ -21,7 +21,7 @@ use crate::net::rate_schedule::{capacity_bits, AppliedRate, RateSchedule};
 use crate::net::topology::{Star, StarSpec};
 use crate::stats::{summarize, weighted_summary, Summary};
 use crate::traffic::bulk::{run_bulk, FlowResult, FlowSpec};
-use crate::traffic::shortflows::{FctSummary, ShortFlow, ShortFlowSpec, ShortFlows};
+use crate::traffic::shortflows::{FctSummary, ShortFlow, ShortFlowSpec, ShortFlows, SHORT_PORT};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Scenario {
@@ -39,8 +39,10 @@ pub struct Scenario {
     pub interval: Duration,
     /// A BPF algorithm of the flows to record live (cwnd, alpha, states).
     pub trace_algorithm: Option<String>,
-    /// Short flows arriving at random beside the long ones.
-    pub short_flows: Option<ShortFlowSpec>,
+    /// Short flows arriving at random beside the long ones: one generator
+    /// per entry (a class of its own: sender and algorithm), each served
+    /// on a port of its own.
+    pub short_flows: Vec<ShortFlowSpec>,
     /// Each receiver's window cap (TCP_WINDOW_CLAMP), bytes: how much the
     /// long flows can ever have in flight.
     pub rwnd_clamp_bytes: Option<u32>,
@@ -78,7 +80,7 @@ impl Scenario {
             access_rate_bps: None,
             interval: Duration::from_millis(100),
             trace_algorithm: None,
-            short_flows: None,
+            short_flows: Vec::new(),
             rwnd_clamp_bytes: None,
             no_ecn_senders: Vec::new(),
             faults: FaultArgs::default(),
@@ -157,8 +159,9 @@ pub struct Outcome {
     pub guard_found: (u64, u64),
     /// The recorded stream beside the receiver's counts (traced runs only).
     pub trace_check: Option<TraceCheck>,
-    /// Completion times of the short flows, if the scenario had them.
-    pub short_fct: Option<FctSummary>,
+    /// Completion times of the short flows, per generator of the
+    /// scenario's (none without short flows).
+    pub short_fct: Vec<FctSummary>,
     /// Share of all CPUs the machine spent in irq and softirq over the
     /// window: near 1, the lab measures its host, not the network.
     pub softirq_share: f64,
@@ -256,8 +259,8 @@ pub struct RunData {
     pub window_start_ns: u64,
     /// The recorded stream of `trace_algorithm`, whole run.
     pub cc_trace: Option<CcTrace>,
-    /// Every short flow of the run.
-    pub short: Vec<ShortFlow>,
+    /// Every short flow of the run, per generator.
+    pub short: Vec<Vec<ShortFlow>>,
 }
 
 /// Runs the scenario on a fresh star and tears it down.
@@ -278,7 +281,7 @@ pub fn run(
         .chain(scn.short_flows.iter().map(|s| s.sender + 1))
         .max()
         .unwrap_or(1);
-    if let Some(s) = &scn.short_flows {
+    for s in &scn.short_flows {
         s.validate()?;
     }
     let mut star = Star::build(&StarSpec {
@@ -327,9 +330,10 @@ pub fn run(
         .transpose()?;
     let short = scn
         .short_flows
-        .as_ref()
-        .map(|s| ShortFlows::start(&star, s, scn.duration, stop))
-        .transpose()?;
+        .iter()
+        .enumerate()
+        .map(|(i, s)| ShortFlows::start(&star, s, SHORT_PORT + i as u16, scn.duration, stop))
+        .collect::<Result<Vec<_>>>()?;
     let flows = run_bulk(
         &star,
         &scn.flows,
@@ -377,7 +381,10 @@ pub fn run(
         None => (monotonic_ns(), qdisc_stats::read(&ns, &dev)?, Cpu::now()?),
     };
     let (end_ns, end_cpu) = (at_end.0, at_end.2);
-    let short = short.map(ShortFlows::finish).transpose()?;
+    let short = short
+        .into_iter()
+        .map(ShortFlows::finish)
+        .collect::<Result<Vec<_>>>()?;
     let cc_trace = recorder.map(Recorder::finish).transpose()?;
     let end_q = qdisc_stats::read(&ns, &dev)?;
     let end_m = switch.stats()?;
@@ -513,7 +520,7 @@ pub fn run(
         guard_repairs: (0, 0, 0),
         guard_found: (0, 0),
         trace_check: None,
-        short_fct: short.as_deref().map(FctSummary::of),
+        short_fct: short.iter().map(|s| FctSummary::of(s)).collect(),
         softirq_share,
         steal_share,
         htb_hysteresis: tc_qdisc::hysteresis::current(),
@@ -533,7 +540,7 @@ pub fn run(
         queue_steps: queue_steps.unwrap_or_default(),
         window_start_ns: t0,
         cc_trace,
-        short: short.unwrap_or_default(),
+        short,
     })
 }
 

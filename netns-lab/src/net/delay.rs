@@ -22,7 +22,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::net::delayline::{Report, Route};
+use crate::net::delayline::{Report, Route, Slot};
 use crate::net::netns::Netns;
 
 /// Longest round trip the lab emulates.
@@ -122,6 +122,43 @@ pub enum DelayBackend {
 pub struct RoundTrip {
     pub rtt: Rtt,
     pub backend: DelayBackend,
+    /// The ACK path releases in slots (netem's `slot`, or the element's):
+    /// bursty arrivals at the senders, so bursts at the bottleneck.
+    pub slot: Option<Slot>,
+}
+
+impl RoundTrip {
+    /// `rtt` added by `backend`, each frame released as it is due.
+    pub fn new(rtt: Rtt, backend: DelayBackend) -> RoundTrip {
+        RoundTrip {
+            rtt,
+            backend,
+            slot: None,
+        }
+    }
+}
+
+/// `--slot 4ms:8`: held ACKs leave only as a slot opens, every interval
+/// (100 us to 100 ms), at most so many packets (1 to 10,000) of a
+/// sender's per slot.
+pub fn parse_slot(s: &str) -> Result<Slot, String> {
+    let (d, n) = s
+        .split_once(':')
+        .ok_or_else(|| format!("--slot {s}: give INTERVAL:PACKETS, e.g. 4ms:8"))?;
+    let interval = parse_duration(d).map_err(|e| format!("--slot {s}: {e}"))?;
+    let packets: u32 = n
+        .parse()
+        .map_err(|_| format!("--slot {s}: `{n}` is not a packet count"))?;
+    if !(Duration::from_micros(100)..=Duration::from_millis(100)).contains(&interval) {
+        return Err(format!("--slot {s}: the interval must be 100us to 100ms"));
+    }
+    if !(1..=10_000).contains(&packets) {
+        return Err(format!("--slot {s}: 1 to 10000 packets per slot"));
+    }
+    Ok(Slot {
+        interval_ns: interval.as_nanos() as u64,
+        packets,
+    })
 }
 
 /// `--rtt` and `--delay-backend`, flattened into each experiment.
@@ -139,20 +176,31 @@ pub struct RttArgs {
     /// lab's delayline process, any kernel), auto (netem if present).
     #[arg(long, value_enum, default_value = "auto")]
     pub delay_backend: DelayBackend,
+    /// Bursty arrivals: the ACK path releases in slots, as netem's `slot`
+    /// does (INTERVAL:PACKETS, e.g. 4ms:8): held ACKs leave only as a slot
+    /// opens, every INTERVAL, at most PACKETS of a sender's per slot, so
+    /// the senders send, and the bottleneck receives, in bursts. Needs
+    /// --rtt.
+    #[arg(long, value_parser = parse_slot)]
+    pub slot: Option<Slot>,
 }
 
 impl RttArgs {
     /// The round trip, with `default` where `--rtt` was not given; none
     /// for `--rtt none`.
+    /// With `--slot` and no delay to hold ACKs in, a round trip of none
+    /// that the star refuses by name.
     pub fn or(&self, default: Option<Duration>) -> Option<RoundTrip> {
-        self.rtt
+        let rtt = self
+            .rtt
             .clone()
             .or(default.map(Rtt::uniform))
-            .filter(|r| !r.0.is_empty())
-            .map(|rtt| RoundTrip {
-                rtt,
-                backend: self.delay_backend,
-            })
+            .filter(|r| !r.0.is_empty() || self.slot.is_some())
+            .or(self.slot.map(|_| Rtt(Vec::new())))?;
+        Some(RoundTrip {
+            slot: self.slot,
+            ..RoundTrip::new(rtt, self.delay_backend)
+        })
     }
 }
 
@@ -254,6 +302,12 @@ impl RttMeasured {
                 e.dropped_full + e.dropped_oversize,
                 e.reordered
             );
+            if e.slots_used > 0 {
+                s += &format!(
+                    "; released in {} slots, at most {} of a sender's in one, {} frames held back by a full slot",
+                    e.slots_used, e.most_in_a_slot, e.slot_full_waits
+                );
+            }
         }
         s
     }
@@ -365,6 +419,7 @@ impl Element {
         input: &str,
         output: &str,
         routes: &[Route],
+        slot: Option<Slot>,
         cpu: Option<usize>,
     ) -> Result<Element> {
         let mut cmd = ns.command(&delayline_bin()?);
@@ -372,6 +427,9 @@ impl Element {
         for r in routes {
             cmd.arg("--route")
                 .arg(format!("{}/{}={}", r.net, r.prefix_len, r.delay_ns));
+        }
+        if let Some(s) = slot {
+            cmd.arg("--slot").arg(format!("{}:{}", s.interval_ns, s.packets));
         }
         if let Some(c) = cpu {
             cmd.arg("--cpu").arg(c.to_string());
@@ -440,6 +498,38 @@ mod tests {
         ] {
             assert!(parse_duration(bad).is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn a_slot_is_an_interval_and_a_packet_count_in_range() {
+        assert_eq!(
+            parse_slot("4ms:8").unwrap(),
+            Slot {
+                interval_ns: 4_000_000,
+                packets: 8
+            }
+        );
+        assert_eq!(parse_slot("100us:1").unwrap().interval_ns, 100_000);
+        for (bad, why) in [
+            ("4ms", "INTERVAL:PACKETS"),
+            ("4ms:x", "`x` is not a packet count"),
+            ("50us:8", "100us to 100ms"),
+            ("101ms:8", "100us to 100ms"),
+            ("4ms:0", "1 to 10000"),
+            ("4ms:10001", "1 to 10000"),
+        ] {
+            let e = parse_slot(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        // With --slot and --rtt none, a round trip with nothing to hold,
+        // which the star refuses by name.
+        let args = RttArgs {
+            rtt: Some(Rtt(Vec::new())),
+            slot: Some(parse_slot("4ms:8").unwrap()),
+            ..RttArgs::default()
+        };
+        assert!(args.or(None).unwrap().rtt.0.is_empty());
+        assert_eq!(RttArgs::default().or(None), None);
     }
 
     #[test]

@@ -14,6 +14,13 @@
 //! release, with 1 ns of timer slack and SCHED_FIFO where allowed, and spins
 //! the rest. What a release misses its due time by is the holding error,
 //! reported as a histogram.
+//!
+//! Slots (netem's `slot`): with a [`Slot`], held frames leave only as a
+//! slot opens, every `interval_ns` on the monotonic clock, and at most
+//! `packets` of a FIFO's per slot; the rest wait for the next opening.
+//! That turns a steady ACK stream into bursts, as a shared medium that
+//! aggregates (Wi-Fi, DOCSIS) does, so the senders' data reaches the
+//! bottleneck in bursts too.
 
 use std::collections::VecDeque;
 use std::ffi::CString;
@@ -74,6 +81,42 @@ impl std::str::FromStr for Route {
     }
 }
 
+/// Release in slots: frames leave as a slot opens, every `interval_ns`,
+/// at most `packets` per FIFO and slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slot {
+    pub interval_ns: u64,
+    pub packets: u32,
+}
+
+impl Slot {
+    /// The first opening at or after `t`.
+    fn opening_from(&self, t: u64) -> u64 {
+        t.div_ceil(self.interval_ns) * self.interval_ns
+    }
+
+    /// The opening of the slot `t` falls in.
+    fn current(&self, t: u64) -> u64 {
+        t / self.interval_ns * self.interval_ns
+    }
+}
+
+impl std::str::FromStr for Slot {
+    type Err = anyhow::Error;
+    /// `4000000:8`: the interval in nanoseconds, then the packets per slot.
+    fn from_str(s: &str) -> Result<Slot> {
+        let (ns, n) = s
+            .split_once(':')
+            .with_context(|| format!("slot {s:?}: expected NANOSECONDS:PACKETS"))?;
+        let slot = Slot {
+            interval_ns: ns.parse().context("slot interval (ns)")?,
+            packets: n.parse().context("packets per slot")?,
+        };
+        anyhow::ensure!(slot.interval_ns > 0 && slot.packets > 0, "slot {s:?}: both above 0");
+        Ok(slot)
+    }
+}
+
 /// Holding error percentiles, nanoseconds.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct Lateness {
@@ -118,6 +161,12 @@ pub struct Report {
     pub age_at_read: Lateness,
     /// Per route (the last is the default): frames held.
     pub per_route: Vec<u64>,
+    /// With slots: slots that released a frame, the most one FIFO
+    /// released in a slot, and frames that waited past an opening because
+    /// their slot was full.
+    pub slots_used: u64,
+    pub most_in_a_slot: u32,
+    pub slot_full_waits: u64,
     pub cpu_s: f64,
 }
 
@@ -133,6 +182,30 @@ struct Line {
     delay_ns: u64,
     fifo: VecDeque<Held>,
     last_seq: u64,
+    /// With slots: the opening of the slot it last released in, and how
+    /// many it released there.
+    slot_at: u64,
+    in_slot: u32,
+}
+
+impl Line {
+    /// When its head may leave, if it holds one: its due time, or with
+    /// slots the first opening from then that has room; and whether a
+    /// full slot held it back.
+    fn next_release(&self, slot: Option<Slot>) -> Option<(u64, bool)> {
+        let due = self.fifo.front()?.due;
+        Some(match slot {
+            None => (due, false),
+            Some(s) => {
+                let at = s.opening_from(due);
+                if at <= self.slot_at && self.in_slot >= s.packets {
+                    (self.slot_at + s.interval_ns, true)
+                } else {
+                    (at.max(self.slot_at), false)
+                }
+            }
+        })
+    }
 }
 
 pub struct Spec {
@@ -146,6 +219,8 @@ pub struct Spec {
     pub spin_ns: u64,
     /// Hold at most this many frames (beyond: dropped, counted).
     pub max_held: usize,
+    /// Release in slots (netem's `slot`), or as each frame is due.
+    pub slot: Option<Slot>,
 }
 
 pub static STOP: AtomicBool = AtomicBool::new(false);
@@ -305,6 +380,8 @@ pub fn run(spec: &Spec, ready: impl FnOnce()) -> Result<Report> {
             delay_ns,
             fifo: VecDeque::new(),
             last_seq: 0,
+            slot_at: 0,
+            in_slot: 0,
         })
         .collect();
     let mut rep = Report {
@@ -334,7 +411,7 @@ pub fn run(spec: &Spec, ready: impl FnOnce()) -> Result<Report> {
     while !STOP.load(Ordering::Relaxed) {
         let now = mono();
         release_due(
-            &tx, &mut lines, now, &mut late, &mut rep, &mut pool, &mut held,
+            &tx, &mut lines, spec.slot, now, &mut late, &mut rep, &mut pool, &mut held,
         )?;
 
         for (i, m) in msgs.iter_mut().enumerate() {
@@ -416,7 +493,7 @@ pub fn run(spec: &Spec, ready: impl FnOnce()) -> Result<Report> {
 
         let next = lines
             .iter()
-            .filter_map(|l| l.fifo.front().map(|h| h.due))
+            .filter_map(|l| l.next_release(spec.slot).map(|(at, _)| at))
             .min();
         let now = mono();
         let wait = match next {
@@ -448,29 +525,18 @@ pub fn run(spec: &Spec, ready: impl FnOnce()) -> Result<Report> {
 /// Sends every frame whose time has come, oldest due first.
 // The pool keeps frames boxed: a frame moves between the pool and a FIFO
 // as a pointer, never as 2 KB of copy.
-#[allow(clippy::vec_box)]
+#[allow(clippy::vec_box, clippy::too_many_arguments)]
 fn release_due(
     tx: &OwnedFd,
     lines: &mut [Line],
+    slot: Option<Slot>,
     now: u64,
     late: &mut Histogram<u64>,
     rep: &mut Report,
     pool: &mut Vec<Box<[u8; FRAME_MAX]>>,
     held: &mut usize,
 ) -> Result<()> {
-    loop {
-        let Some(i) = lines
-            .iter()
-            .enumerate()
-            .filter_map(|(i, l)| l.fifo.front().map(|h| (h.due, i)))
-            .filter(|&(due, _)| due <= now)
-            .min()
-            .map(|(_, i)| i)
-        else {
-            return Ok(());
-        };
-        let line = &mut lines[i];
-        let h = line.fifo.pop_front().expect("front checked");
+    while let Some((i, h, target)) = next_due(lines, slot, now, rep) {
         let sent_at = mono();
         // SAFETY: h.buf holds h.len bytes of a frame.
         let rc = unsafe { libc::send(tx.as_raw_fd(), h.buf.as_ptr().cast(), h.len, 0) };
@@ -484,7 +550,8 @@ fn release_due(
         } else {
             rep.released += 1;
         }
-        late.saturating_record(sent_at.saturating_sub(h.due).max(1));
+        late.saturating_record(sent_at.saturating_sub(target).max(1));
+        let line = &mut lines[i];
         if h.seq < line.last_seq {
             rep.reordered += 1;
         }
@@ -492,6 +559,42 @@ fn release_due(
         pool.push(h.buf);
         *held -= 1;
     }
+    Ok(())
+}
+
+/// The next frame to leave at `now`, taken from its FIFO: which FIFO, the
+/// frame, and the time it was meant to leave (its due time, or with slots
+/// the opening of the slot now open, whose count it joins).
+fn next_due(
+    lines: &mut [Line],
+    slot: Option<Slot>,
+    now: u64,
+    rep: &mut Report,
+) -> Option<(usize, Held, u64)> {
+    let (_, i, held_back) = lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| l.next_release(slot).map(|(at, full)| (at, i, full)))
+        .filter(|&(at, _, _)| at <= now)
+        .min()?;
+    let line = &mut lines[i];
+    let h = line.fifo.pop_front().expect("a FIFO with a release time has a head");
+    let Some(s) = slot else {
+        let due = h.due;
+        return Some((i, h, due));
+    };
+    let open = s.current(now);
+    if open != line.slot_at {
+        line.slot_at = open;
+        line.in_slot = 0;
+        rep.slots_used += 1;
+    }
+    if held_back {
+        rep.slot_full_waits += 1;
+    }
+    line.in_slot += 1;
+    rep.most_in_a_slot = rep.most_in_a_slot.max(line.in_slot);
+    Some((i, h, open))
 }
 
 #[cfg(test)]
@@ -518,5 +621,71 @@ mod tests {
         assert_eq!(ipv4_dst(&f), Some(Ipv4Addr::new(198, 18, 0, 1)));
         f[VNET_HDR + 13] = 0x06; // ARP
         assert_eq!(ipv4_dst(&f), None);
+    }
+
+    fn line(delay_ns: u64, dues: &[u64]) -> Line {
+        Line {
+            delay_ns,
+            fifo: dues
+                .iter()
+                .enumerate()
+                .map(|(i, &due)| Held {
+                    due,
+                    seq: i as u64 + 1,
+                    len: 0,
+                    buf: Box::new([0; FRAME_MAX]),
+                })
+                .collect(),
+            last_seq: 0,
+            slot_at: 0,
+            in_slot: 0,
+        }
+    }
+
+    /// What leaves at each of `times`: (FIFO, seq, meant-to-leave time).
+    fn releases(lines: &mut [Line], slot: Option<Slot>, times: &[u64], rep: &mut Report) -> Vec<Vec<(usize, u64, u64)>> {
+        times
+            .iter()
+            .map(|&now| {
+                std::iter::from_fn(|| next_due(lines, slot, now, rep).map(|(i, h, at)| (i, h.seq, at))).collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn without_slots_each_frame_leaves_when_due() {
+        let mut rep = Report::default();
+        let mut l = [line(0, &[5, 12, 12])];
+        let got = releases(&mut l, None, &[4, 5, 11, 20], &mut rep);
+        assert_eq!(got, [vec![], vec![(0, 1, 5)], vec![], vec![(0, 2, 12), (0, 3, 12)]]);
+        assert_eq!((rep.slots_used, rep.most_in_a_slot), (0, 0));
+    }
+
+    /// Slots every 10 ns, 2 frames each: frames due at 1, 2, 3 and 14
+    /// leave at 10 (two), 20 (the third, held back, and the one due at
+    /// 14), each FIFO counted apart; nothing leaves between openings.
+    #[test]
+    fn with_slots_frames_leave_at_openings_at_most_n_per_fifo() {
+        let slot: Slot = "10:2".parse().unwrap();
+        let mut rep = Report::default();
+        let mut l = [line(0, &[1, 2, 3, 14]), line(0, &[4])];
+        let got = releases(&mut l, Some(slot), &[9, 10, 15, 19, 21], &mut rep);
+        assert_eq!(
+            got,
+            [
+                vec![],
+                vec![(0, 1, 10), (0, 2, 10), (1, 1, 10)],
+                vec![],
+                vec![],
+                vec![(0, 3, 20), (0, 4, 20)],
+            ]
+        );
+        assert_eq!(rep.slots_used, 3, "FIFO 0 in two slots, FIFO 1 in one");
+        assert_eq!(rep.most_in_a_slot, 2);
+        assert_eq!(rep.slot_full_waits, 1, "only the third frame waited for room");
+        // Woken late, a frame due long ago leaves in the slot now open.
+        let mut l = [line(0, &[1])];
+        assert_eq!(releases(&mut l, Some(slot), &[35], &mut rep), [vec![(0, 1, 30)]]);
+        assert!("10".parse::<Slot>().is_err() && "0:2".parse::<Slot>().is_err() && "10:0".parse::<Slot>().is_err());
     }
 }

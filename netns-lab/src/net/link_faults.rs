@@ -271,7 +271,7 @@ fn build_detour(star: &Star, hold: Duration) -> Result<(Netns, String, String, E
         delay_ns: hold.as_nanos() as u64,
     };
     // Unpinned: a reordered segment is rare, and the element sleeps between.
-    let element = Element::start(&ns, &out.b, &back.a, &[all], None)?;
+    let element = Element::start(&ns, &out.b, &back.a, &[all], None, None)?;
     Ok((ns, out.a, back.b, element))
 }
 

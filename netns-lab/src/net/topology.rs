@@ -204,6 +204,10 @@ impl Star {
             spec.senders
         );
         if let Some(rt) = &spec.round_trip {
+            anyhow::ensure!(
+                !rt.rtt.0.is_empty(),
+                "--slot needs a round trip: with --rtt none nothing holds the ACKs to release in slots"
+            );
             rt.rtt.validate(spec.senders)?;
         }
         if let Some(link) = spec.access_link() {
@@ -365,7 +369,7 @@ impl Star {
                     prefix_len: 0,
                     delay_ns: HOLD.as_nanos() as u64,
                 };
-                let probe = Element::start(dl, input, output, &[all], element_cpu())?;
+                let probe = Element::start(dl, input, output, &[all], None, element_cpu())?;
                 let rtt = self.measure_rtt(0);
                 probe.stop()?;
                 rtt?.saturating_sub(HOLD)
@@ -388,6 +392,7 @@ impl Star {
                     &input,
                     &output,
                     &routes,
+                    rt.slot,
                     element_cpu(),
                 )?);
                 self._delay_ns = Some(dl);
@@ -398,10 +403,12 @@ impl Star {
                     let us = format!("{}us", added(i).as_micros());
                     // netem's default limit (1000 packets) is less than a
                     // long round trip of ACKs.
-                    tc_qdisc::tc::tc(
-                        self.switch.name(),
-                        &["qdisc", "replace", "dev", &port, "root", "netem", "delay", &us, "limit", "1000000"],
-                    )
+                    let mut args = vec!["qdisc", "replace", "dev", &port, "root", "netem", "delay", &us, "limit", "1000000"];
+                    let slot = rt.slot.map(|s| (format!("{}us", s.interval_ns / 1000), s.packets.to_string()));
+                    if let Some((interval, packets)) = &slot {
+                        args.extend(["slot", interval, "packets", packets]);
+                    }
+                    tc_qdisc::tc::tc(self.switch.name(), &args)
                     .context("adding netem on a sender port (--delay-backend element works on any kernel)")?;
                 }
             }

@@ -66,6 +66,8 @@ pub struct Chart<'a> {
     /// Lines drawn over the series whatever `points` says, e.g. a theory's
     /// curve beside measured points.
     pub curves: Vec<Series>,
+    /// x is a category's index: a tick at each, labelled with its name.
+    pub x_categories: Vec<String>,
 }
 
 impl<'a> Chart<'a> {
@@ -83,7 +85,14 @@ impl<'a> Chart<'a> {
             log2_x: false,
             log2_y: false,
             curves: vec![],
+            x_categories: vec![],
         }
+    }
+
+    /// x values are indices into `names`: the axis names each one.
+    pub fn x_categories(mut self, names: Vec<String>) -> Self {
+        self.x_categories = names;
+        self
     }
 
     /// A line over the series (a theory's curve), also in a scatter.
@@ -327,14 +336,26 @@ where
             s.to_string()
         }
     };
-    let x_format: &dyn Fn(&f64) -> String = if chart.log2_x {
+    // A category's name at its index, nothing between.
+    let category_label = |x: &f64| {
+        let i = x.round();
+        match chart.x_categories.get(i as usize) {
+            Some(name) if (x - i).abs() < 1e-6 && i >= 0.0 => name.clone(),
+            _ => String::new(),
+        }
+    };
+    let x_format: &dyn Fn(&f64) -> String = if !chart.x_categories.is_empty() {
+        &category_label
+    } else if chart.log2_x {
         &log_label
     } else {
         &plain_label
     };
     // On a log axis, a tick at each power of two (plotters picks steps of
     // 1 for as many labels as there are whole numbers in the range).
-    let x_ticks = if chart.log2_x {
+    let x_ticks = if !chart.x_categories.is_empty() {
+        chart.x_categories.len().max(2)
+    } else if chart.log2_x {
         ((x1.floor() - x0.ceil()) as usize + 1).max(2)
     } else {
         10

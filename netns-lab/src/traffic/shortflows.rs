@@ -25,7 +25,8 @@ use crate::rng::Rng;
 use crate::stats::{summarize, Summary};
 use crate::traffic::bulk::{listen_announced, send_bytes};
 
-/// Port of the short-flow server; the bulk flows use 5201 upwards.
+/// Port of the first short-flow server (each generator of a run has the
+/// next); the bulk flows use 5201 upwards.
 pub const SHORT_PORT: u16 = 6201;
 
 #[derive(Clone, Debug, Serialize)]
@@ -131,12 +132,12 @@ fn serve(mut s: Socket) -> std::io::Result<()> {
 }
 
 /// One flow: connect, send, close our side, wait for the answer.
-fn one_flow(cc: &str, bytes: u64) -> Result<(u16, Duration)> {
+fn one_flow(cc: &str, port: u16, bytes: u64) -> Result<(u16, Duration)> {
     let mut s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
     dctcp_utils::sockopt::set_congestion(s.as_fd(), cc)?;
     s.set_read_timeout(Some(Duration::from_secs(30)))?;
     let t0 = Instant::now();
-    s.connect(&SocketAddr::from((RECEIVER_ADDR, SHORT_PORT)).into())?;
+    s.connect(&SocketAddr::from((RECEIVER_ADDR, port)).into())?;
     let sport = s.local_addr()?.as_socket().map_or(0, |a| a.port());
     send_bytes(&mut s, bytes)?;
     s.shutdown(Shutdown::Write)?;
@@ -146,11 +147,12 @@ fn one_flow(cc: &str, bytes: u64) -> Result<(u16, Duration)> {
 }
 
 impl ShortFlows {
-    /// Starts serving at once and sending `spec.start_after` from now, until
-    /// `window` from now (or `stop`).
+    /// Starts serving on `port` at once and sending `spec.start_after`
+    /// from now, until `window` from now (or `stop`).
     pub fn start(
         star: &Star,
         spec: &ShortFlowSpec,
+        port: u16,
         window: Duration,
         stop: &Arc<AtomicBool>,
     ) -> Result<ShortFlows> {
@@ -166,7 +168,7 @@ impl ShortFlows {
         let server_done = done.clone();
         let server = star.receiver.ns.spawn(move || -> Result<()> {
             // accept() wakes up now and then to see whether to stop.
-            let addr = SocketAddr::from((RECEIVER_ADDR, SHORT_PORT));
+            let addr = SocketAddr::from((RECEIVER_ADDR, port));
             let l = listen_announced(&cc, addr, Duration::from_millis(100), None, &ready_tx)?;
             let mut conns = Vec::new();
             while !server_done.load(Ordering::Relaxed) {
@@ -211,7 +213,7 @@ impl ShortFlows {
                 });
                 let (tx, cc) = (tx.clone(), cc.clone());
                 std::thread::spawn(move || {
-                    let _ = tx.send((i, one_flow(&cc, bytes)));
+                    let _ = tx.send((i, one_flow(&cc, port, bytes)));
                 });
             }
             drop(tx);

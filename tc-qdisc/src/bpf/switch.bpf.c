@@ -182,11 +182,55 @@ static __always_inline u32 batch_add(void *ring, void *recs, u32 size, u32 i, u6
 	return 0;
 }
 
+/* (1 - 2^-wlog)^m applied to avg, by squaring in Q30: RED's aging of the
+ * average over m packet times of idle link, as if m arrivals found it empty.
+ * Past 2^15 packet times any weight above 2^-12 has taken it to nothing. */
+#define Q30 (1ULL << 30)
+static __always_inline u64 red_age(u64 avg, u32 wlog, u64 m)
+{
+	u64 f = Q30 - (Q30 >> wlog), r = Q30;
+	int i;
+
+	if (wlog == 0 || m == 0)
+		return avg;
+	if (m >= (1 << 15))
+		return 0;
+	for (i = 0; i < 15; i++) {
+		if (m & (1ULL << i))
+			r = (r * f) >> 30;
+		f = (f * f) >> 30;
+	}
+	/* avg < 2^40 (bytes << 8, or packets << 16) and r <= 2^30: no
+	 * overflow in 64 bits. */
+	return (avg >> 8) * r >> 22;
+}
+
+/* Packet times the link sat idle before an arrival that finds the queue
+ * empty (the departure probe stamps when it went empty), 0 otherwise; the
+ * idle time then counts on from now: if this packet is dropped the queue
+ * stays empty and the next arrival ages the average by what came after it.
+ * RED's idle-period rule: without it an average left above max by a burst
+ * only decays by w per arrival, so a sender that backs off (a retransmission
+ * in timeout, a scalable flow in its fractional window) finds every packet
+ * hit for as long as its few arrivals take to bring the average down. */
+static __always_inline u64 idle_packet_times(u32 qlen)
+{
+	u64 since = idle_since_ns, now;
+
+	if (qlen || !since || !link_rate.pkt_ns)
+		return 0;
+	/* The clock is read only here, not for every arrival. */
+	now = bpf_ktime_get_ns();
+	idle_since_ns = now;
+	return (now > since ? now - since : 0) / link_rate.pkt_ns;
+}
+
 /* RED: update the average with this arrival's queue and decide. */
 static __always_inline bool red_decide(u32 qlen)
 {
 	/* Drawn before the lock: no helper calls while holding it. */
 	u64 rnd = bpf_get_prandom_u32() & (MARKER_PROB_ONE - 1);
+	u64 idle = idle_packet_times(qlen);
 	u32 zero = 0, min = cfg.red_min, max = cfg.red_max;
 	struct red_state *st = bpf_map_lookup_elem(&red, &zero);
 	bool mark = false;
@@ -195,8 +239,9 @@ static __always_inline bool red_decide(u32 qlen)
 	if (!st || max <= min)
 		return false;
 	bpf_spin_lock(&st->lock);
-	/* avg += w (q - avg), w = 2^-wlog, avg in packets << 16 */
-	avg = st->qavg;
+	/* avg += w (q - avg), w = 2^-wlog, avg in packets << 16, first aged
+	 * over the idle link as if that many arrivals had found it empty. */
+	avg = red_age(st->qavg, cfg.red_wlog, idle);
 	avg = avg - (avg >> cfg.red_wlog) + (((u64)qlen << 16) >> cfg.red_wlog);
 	st->qavg = avg;
 	if (avg < ((u64)min << 16)) {
@@ -221,28 +266,6 @@ static __always_inline bool red_decide(u32 qlen)
 	}
 	bpf_spin_unlock(&st->lock);
 	return mark;
-}
-
-/* (1 - 2^-wlog)^m applied to avg, by squaring in Q30: RED's aging of the
- * average over m packet times of idle link, as if m arrivals found it empty.
- * Past 2^15 packet times any weight above 2^-12 has taken it to nothing. */
-#define Q30 (1ULL << 30)
-static __always_inline u64 red_age(u64 avg, u32 wlog, u64 m)
-{
-	u64 f = Q30 - (Q30 >> wlog), r = Q30;
-	int i;
-
-	if (wlog == 0 || m == 0)
-		return avg;
-	if (m >= (1 << 15))
-		return 0;
-	for (i = 0; i < 15; i++) {
-		if (m & (1ULL << i))
-			r = (r * f) >> 30;
-		f = (f * f) >> 30;
-	}
-	/* avg < 2^40 (bytes << 8) and r <= 2^30: no overflow in 64 bits. */
-	return (avg >> 8) * r >> 22;
 }
 
 /* One profile's update and decision, with its state's lock held: RED on the
@@ -281,24 +304,12 @@ static __always_inline bool red_profile_hit(const volatile struct red_profile *p
 static __always_inline bool dual_decide(u32 qlen, u32 backlog, bool ect)
 {
 	u64 rnd = bpf_get_prandom_u32() & (MARKER_PROB_ONE - 1);
-	u64 idle = 0, since = idle_since_ns;
+	/* An arrival at an empty queue first ages the averages. */
+	u64 idle = idle_packet_times(qlen);
 	struct dual_state *st;
 	u32 zero = 0;
 	bool hit_ect, hit_not_ect;
 
-	/* An arrival at an empty queue first ages the averages by the packet
-	 * times the link sat idle (RED's idle-period rule). The idle time then
-	 * counts on from now: if this packet is dropped the queue stays empty
-	 * and the next arrival ages them by what came after it (without that, a
-	 * Reno average left above max drops every retransmission of a flow in
-	 * timeout and only decays by w per arrival). */
-	if (qlen == 0 && since && link_rate.pkt_ns) {
-		/* The clock is read only here, not for every arrival. */
-		u64 now = bpf_ktime_get_ns();
-
-		idle = (now > since ? now - since : 0) / link_rate.pkt_ns;
-		idle_since_ns = now;
-	}
 	st = bpf_map_lookup_elem(&dual, &zero);
 	if (!st)
 		return false;

@@ -105,10 +105,7 @@ pub fn run(cfg: &DelayBenchConfig, stop: &Arc<AtomicBool>) -> Result<Vec<DelayRu
                 backend: Backend::Droptail,
             };
             let scn = Scenario {
-                round_trip: rtt.zip(backend).map(|(d, b)| RoundTrip {
-                    rtt: Rtt::uniform(d),
-                    backend: b,
-                }),
+                round_trip: rtt.zip(backend).map(|(d, b)| RoundTrip::new(Rtt::uniform(d), b)),
                 ..Scenario::long_flows(
                     &label,
                     bottleneck,

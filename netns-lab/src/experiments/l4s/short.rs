@@ -1,0 +1,342 @@
+//! `lab l4s`'s short-flow case: beside one long flow of each class, short
+//! transfers of each class, each from a sender of its own, arriving at
+//! random; their completion times per class and AQM. What a queue costs a
+//! user shows here: a short transfer lives a few round trips, each of them
+//! stretched by the queue its class waits in.
+
+use anyhow::Result;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+use super::{Aqm, L4sConfig, Mix, Point};
+use crate::measure::scenario::{Outcome, RunData, Scenario};
+use crate::report::plot::{self, Chart, Series};
+use crate::report::results::ResultsDir;
+use crate::report::tables::{repairs_line, steal_note, table_header};
+use crate::traffic::shortflows::{FctSummary, ShortFlow, ShortFlowSpec};
+use crate::units::fmt_rate;
+
+/// Short transfers' sizes, bytes, uniform between the two: `10000-100000`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Sizes {
+    pub min: u64,
+    pub max: u64,
+}
+
+impl Sizes {
+    pub fn parse(s: &str) -> Result<Sizes, String> {
+        let (a, b) = s
+            .split_once('-')
+            .ok_or_else(|| format!("--short-sizes {s}: give MIN-MAX bytes, e.g. 10000-100000"))?;
+        let n = |v: &str| {
+            v.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("--short-sizes {s}: `{v}` is not a byte count"))
+        };
+        Ok(Sizes {
+            min: n(a)?,
+            max: n(b)?,
+        })
+    }
+}
+
+/// The mix the short flows run beside: one long flow of each class.
+pub fn long_mix() -> Mix {
+    Mix::counts(1, 1)
+}
+
+/// The short-flow generators of a run: the scalable class's from sender
+/// 2, the classic class's from sender 3 (the long flows hold 0 and 1).
+fn specs(cfg: &L4sConfig, scalable_cc: &str) -> [ShortFlowSpec; 2] {
+    let spec = |sender: usize, cc: &str, seed: u64| ShortFlowSpec {
+        sender,
+        cc: cc.to_string(),
+        per_second: cfg.short_per_second,
+        min_bytes: cfg.short_sizes.min,
+        max_bytes: cfg.short_sizes.max,
+        start_after: cfg.warmup,
+        seed,
+    };
+    [spec(2, scalable_cc, 1), spec(3, &cfg.classic, 2)]
+}
+
+/// The checks `L4sConfig::validate` makes of the short-flow case.
+pub fn validate(cfg: &L4sConfig) -> Result<()> {
+    if cfg.short_per_second == 0.0 {
+        return Ok(());
+    }
+    anyhow::ensure!(
+        !cfg.short_aqms.is_empty(),
+        "--short-per-second: give --short-aqms, or --short-per-second 0"
+    );
+    for s in specs(cfg, "x") {
+        s.validate()?;
+    }
+    Ok(())
+}
+
+/// The runs of the short-flow case, one per AQM, at the first rate with
+/// the first --scalable.
+pub fn points(cfg: &L4sConfig) -> Vec<Point> {
+    if cfg.short_per_second == 0.0 {
+        return Vec::new();
+    }
+    cfg.short_aqms
+        .iter()
+        .map(|&aqm| Point {
+            rate_bps: cfg.step_from(),
+            aqm,
+            scalable: cfg.scalable[0].clone(),
+            mix: long_mix(),
+        })
+        .collect()
+}
+
+/// A short-flow run's scenario: the long mix's, with a generator per class.
+pub fn scenario(cfg: &L4sConfig, p: &Point, scalable_cc: &str, label: &str) -> Scenario {
+    let mut scn = super::scenario(cfg, p, scalable_cc, label);
+    scn.short_flows = specs(cfg, scalable_cc).to_vec();
+    // Behind seed 002's AQM the classic class is Not-ECT, its short flows too.
+    if p.aqm == Aqm::Dual {
+        scn.no_ecn_senders.push(3);
+    }
+    scn
+}
+
+/// One class's short flows in one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassFct {
+    pub sender: String,
+    pub fct: FctSummary,
+    /// Every flow, for the CDF and shorts.csv.
+    #[serde(skip)]
+    pub flows: Vec<ShortFlow>,
+}
+
+/// One AQM's short-flow run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ShortRun {
+    pub rate_bps: u64,
+    pub aqm: Aqm,
+    /// The scalable class's short flows, then the classic class's.
+    pub classes: [ClassFct; 2],
+    /// The long flows' rates, scalable then classic, Mbit/s.
+    pub long_mbps: Vec<f64>,
+    pub queue_mean_ms: f64,
+    pub utilization: f64,
+    pub marks: u64,
+    pub drops: u64,
+    pub steal_share: f64,
+    pub guard_repairs: (u64, u64, u64),
+}
+
+impl ShortRun {
+    pub fn of(cfg: &L4sConfig, p: &Point, data: &RunData) -> ShortRun {
+        let o: &Outcome = &data.outcome;
+        let class = |i: usize, sender: &str| ClassFct {
+            sender: sender.to_string(),
+            fct: o.short_fct.get(i).cloned().unwrap_or_default(),
+            flows: data.short.get(i).cloned().unwrap_or_default(),
+        };
+        ShortRun {
+            rate_bps: p.rate_bps,
+            aqm: p.aqm,
+            classes: [class(0, &p.scalable), class(1, &cfg.classic)],
+            long_mbps: o.goodput_bps.iter().map(|g| g / 1e6).collect(),
+            queue_mean_ms: super::queue_ms(o.queue.mean, p.rate_bps),
+            utilization: o.utilization,
+            marks: o.marks,
+            drops: o.drops,
+            steal_share: o.steal_share,
+            guard_repairs: o.guard_repairs,
+        }
+    }
+
+    pub fn label(&self) -> String {
+        format!(
+            "{} {} short flows",
+            fmt_rate(self.rate_bps),
+            self.aqm.name()
+        )
+    }
+
+    /// One line for the console.
+    pub fn line(&self) -> String {
+        let class = |c: &ClassFct| {
+            format!(
+                "{} {}/{} done, FCT p50 {:.1} p99 {:.1} ms",
+                c.sender,
+                c.fct.completed,
+                c.fct.started,
+                c.fct.fct_us.p50 / 1e3,
+                c.fct.fct_us.p99 / 1e3
+            )
+        };
+        format!(
+            "{}: {}; {}; queue {:.1} ms, marks {}, drops {}",
+            self.label(),
+            class(&self.classes[0]),
+            class(&self.classes[1]),
+            self.queue_mean_ms,
+            self.marks,
+            self.drops
+        )
+    }
+}
+
+/// shorts.csv: every short flow of every run.
+pub fn write_csv(out: &ResultsDir, runs: &[ShortRun]) -> Result<()> {
+    let mut w = out.csv(
+        "shorts.csv",
+        "rate_bps,aqm,class,sender,start_s,bytes,fct_us",
+    )?;
+    for r in runs {
+        for (class, c) in ["scalable", "classic"].iter().zip(&r.classes) {
+            for f in &c.flows {
+                writeln!(
+                    w,
+                    "{},{},{class},{},{:.4},{},{}",
+                    r.rate_bps,
+                    r.aqm.name(),
+                    c.sender,
+                    f.start_s,
+                    f.bytes,
+                    f.fct_us.map_or(String::new(), |u| u.to_string())
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// fct.png: each class's completion-time CDF per AQM, on a log axis.
+pub fn plot(out: &ResultsDir, cfg: &L4sConfig, runs: &[ShortRun]) -> Result<()> {
+    let series: Vec<Series> = runs
+        .iter()
+        .flat_map(|r| {
+            r.classes.iter().map(move |c| {
+                let mut ms: Vec<f64> = c
+                    .flows
+                    .iter()
+                    .filter_map(|f| f.fct_us)
+                    .map(|u| u as f64 / 1e3)
+                    .collect();
+                ms.sort_by(f64::total_cmp);
+                let n = ms.len().max(1) as f64;
+                Series {
+                    name: format!("{} {}", r.aqm.name(), c.sender),
+                    points: ms
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| (v.max(1e-3).log2(), (i + 1) as f64 / n))
+                        .collect(),
+                }
+            })
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    if series.is_empty() {
+        return Ok(());
+    }
+    let title = format!(
+        "Short flows' completion time per class, {} at {}, {}-{} bytes, {}/s each",
+        fmt_rate(cfg.step_from()),
+        super::rtts(&cfg.rtt),
+        cfg.short_sizes.min,
+        cfg.short_sizes.max,
+        cfg.short_per_second
+    );
+    let chart = Chart::new(
+        &title,
+        "completion time (ms)",
+        "share of flows done by then",
+        series,
+    )
+    .log2_x()
+    .y_max(1.0);
+    plot::draw(&out.file("fct.png"), &chart)
+}
+
+/// The summary's section: per AQM, each class's completion times.
+pub fn section(s: &mut String, cfg: &L4sConfig, runs: &[ShortRun]) {
+    if runs.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n## Short flows beside the long ones\n\nBeside one long flow of each class ({} and {}) at {}, \
+         short transfers of each class, each class from a sender of its own: {} per second per class \
+         (Poisson, from {:.0} s), {}-{} bytes (uniform). Completion time = from connect() to the \
+         receiver's one-byte answer after the last byte: the handshake, the transfer and a last round \
+         trip, each stretched by the queue the class waits in.\n",
+        cfg.scalable[0],
+        cfg.classic,
+        fmt_rate(cfg.step_from()),
+        cfg.short_per_second,
+        cfg.warmup.as_secs_f64(),
+        cfg.short_sizes.min,
+        cfg.short_sizes.max,
+    );
+    table_header(
+        s,
+        &[
+            "AQM",
+            "class",
+            "sender",
+            "done / started",
+            "FCT p50 (ms)",
+            "FCT p99 (ms)",
+            "FCT mean (ms)",
+            "long flows Mbit/s",
+            "queue mean (ms)",
+            "utilization",
+            "marks / drops",
+        ],
+    );
+    for r in runs {
+        for (class, c) in ["scalable", "classic"].iter().zip(&r.classes) {
+            let _ = writeln!(
+                s,
+                "| {} | {class} | {} | {} / {} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {:.1} %{} | {} / {} |",
+                r.aqm.name(),
+                c.sender,
+                c.fct.completed,
+                c.fct.started,
+                c.fct.fct_us.p50 / 1e3,
+                c.fct.fct_us.p99 / 1e3,
+                c.fct.fct_us.mean / 1e3,
+                r.long_mbps.iter().map(|m| format!("{m:.1}")).collect::<Vec<_>>().join(" / "),
+                r.queue_mean_ms,
+                r.utilization * 100.0,
+                steal_note(r.steal_share),
+                r.marks,
+                r.drops,
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\n{}",
+        repairs_line(runs.iter().map(|r| (r.label(), r.guard_repairs)))
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_as_min_and_max() {
+        assert_eq!(
+            Sizes::parse("10000-100000").unwrap(),
+            Sizes {
+                min: 10_000,
+                max: 100_000
+            }
+        );
+        assert!(Sizes::parse("10000").unwrap_err().contains("MIN-MAX"));
+        assert!(Sizes::parse("a-5")
+            .unwrap_err()
+            .contains("`a` is not a byte count"));
+    }
+}
