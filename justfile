@@ -130,7 +130,7 @@ lab-rpc *ARGS: _root
     cargo build --release --workspace
     target/release/lab rpc {{ARGS}}
 
-# Scalable and classic TCP through one queue, Prague beside cubic (L4S, seed 002): `just lab-l4s --quick`, `lab l4s --help`
+# Scalable and classic TCP through DualPI2 and one-queue AQMs (L4S, seed 002), about 55 min (20 with --quick): `just lab-l4s --quick`, `lab l4s --help`
 lab-l4s *ARGS: _root
     cargo build --release --workspace
     target/release/lab l4s {{ARGS}}

@@ -250,7 +250,9 @@ fn legend_place(
         .into_iter()
         .min_by_key(|&(_, n)| n)
         .expect("four corners");
-    if n > 0 && c.y_max.is_none() {
+    // A log axis is not stretched: room for the legend there would take
+    // powers of two, and squeeze the data into a strip.
+    if n > 0 && c.y_max.is_none() && !c.log2_y {
         (UpperRight, Some(fy))
     } else {
         (corner, None)
@@ -390,6 +392,9 @@ where
         RGBColor(23, 190, 207),
         RGBColor(0, 0, 0),
         RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(188, 189, 34),
+        RGBColor(127, 127, 127),
     ];
     for (i, s) in chart.series.iter().enumerate() {
         let color = palette[i % palette.len()];
@@ -508,6 +513,9 @@ mod tests {
         // With a fixed range there is no room to add: the least hidden corner.
         let fixed = Chart::new("t", "x", "y", chart.series).y_max(410.0);
         assert_eq!(legend_place(&fixed, (1000, 560), linear(bounds(&fixed))).1, None);
+        // Nor on a log axis, where room would cost powers of two.
+        let log = Chart::new("t", "x", "y", fixed.series).log2_y();
+        assert_eq!(legend_place(&log, (1000, 560), linear(bounds(&log))).1, None);
     }
 
     /// The queue at every arrival zigzags up and down within a pixel
