@@ -850,7 +850,7 @@ fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<
     }
     let mut short_runs = Vec::with_capacity(short_points.len());
     for p in &short_points {
-        let label = format!("{} {} short flows", fmt_rate(p.rate_bps), p.aqm.name());
+        let label = short::label(p.rate_bps, p.aqm);
         let scn = short::scenario(cfg, p, &algorithms.cc(&p.scalable), &label);
         let msg = format!("run {}/{total}: {label}", runs.len() + short_runs.len() + 1);
         let data = run_scenario(&scn, algorithms.ours(&p.scalable), msg, stop)?;
@@ -1345,36 +1345,30 @@ fn plot_rates(out: &ResultsDir, cfg: &L4sConfig, runs: &[L4sRun]) -> Result<()> 
 /// run through it, on a log axis (L in tens of microseconds, C near the
 /// target).
 fn plot_sojourn(out: &ResultsDir, cfg: &L4sConfig, runs: &[L4sRun]) -> Result<()> {
-    let titles: Vec<(u64, String)> = cfg
-        .rates
-        .iter()
-        .map(|&rate| {
-            (
-                rate,
-                format!(
-                    "DualPI2: sojourn per queue, {} at {}",
-                    fmt_rate(rate),
-                    rtts(&cfg.rtt)
-                ),
-            )
-        })
-        .collect();
+    // One chart per rate and queue: L's curves rise at tens of
+    // microseconds, C's near the target, so each chart's legend has a side
+    // of its own to sit on.
+    let mut titles: Vec<(u64, usize, String)> = Vec::new();
+    for &rate in &cfg.rates {
+        for (i, q) in ["L", "C"].iter().enumerate() {
+            let title = format!(
+                "DualPI2: sojourn in the {q} queue, {} at {}",
+                fmt_rate(rate),
+                rtts(&cfg.rtt)
+            );
+            titles.push((rate, i, title));
+        }
+    }
     let target = cfg.dualpi2.target.as_secs_f64() * 1e3;
     let mut charts = Vec::new();
-    for (rate, title) in &titles {
+    for (rate, queue, title) in &titles {
         let series: Vec<Series> = runs
             .iter()
             .filter(|r| r.rate_bps == *rate)
-            .filter_map(|r| r.dualpi2.as_ref().map(|d| (r, d)))
-            .flat_map(|(r, d)| {
-                [("L", &d.l), ("C", &d.c)].map(|(q, w)| Series {
-                    name: format!("{q} {} {}", r.scalable, r.mix.label()),
-                    points: w
-                        .cdf_ms()
-                        .into_iter()
-                        .map(|(ms, f)| (ms.log2(), f))
-                        .collect(),
-                })
+            .filter_map(|r| r.dualpi2.as_ref().map(|d| (r, [&d.l, &d.c][*queue])))
+            .map(|(r, w)| Series {
+                name: format!("{} {}", r.scalable, r.mix.label()),
+                points: w.cdf_ms().into_iter().map(|(ms, f)| (ms.log2(), f)).collect(),
             })
             .filter(|s| !s.points.is_empty())
             .collect();
@@ -1382,15 +1376,10 @@ fn plot_sojourn(out: &ResultsDir, cfg: &L4sConfig, runs: &[L4sRun]) -> Result<()
             continue;
         }
         charts.push(
-            Chart::new(
-                title,
-                "sojourn (ms)",
-                "share of packets at or under",
-                series,
-            )
-            .log2_x()
-            .vline(target.log2())
-            .y_max(1.0),
+            Chart::new(title, "sojourn (ms)", "share of packets at or under", series)
+                .log2_x()
+                .vline(target.log2())
+                .y_max(1.0),
         );
     }
     if charts.is_empty() {

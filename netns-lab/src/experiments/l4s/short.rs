@@ -92,6 +92,11 @@ pub fn points(cfg: &L4sConfig) -> Vec<Point> {
         .collect()
 }
 
+/// A short-flow run's name: `50 Mbit/s dualpi2 short flows`.
+pub fn label(rate_bps: u64, aqm: Aqm) -> String {
+    format!("{} {} short flows", fmt_rate(rate_bps), aqm.name())
+}
+
 /// A short-flow run's scenario: the long mix's, with a generator per class.
 pub fn scenario(cfg: &L4sConfig, p: &Point, scalable_cc: &str, label: &str) -> Scenario {
     let mut scn = super::scenario(cfg, p, scalable_cc, label);
@@ -153,11 +158,7 @@ impl ShortRun {
     }
 
     pub fn label(&self) -> String {
-        format!(
-            "{} {} short flows",
-            fmt_rate(self.rate_bps),
-            self.aqm.name()
-        )
+        label(self.rate_bps, self.aqm)
     }
 
     /// One line for the console.
@@ -324,6 +325,46 @@ pub fn section(s: &mut String, cfg: &L4sConfig, runs: &[ShortRun]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A short-flow run: the long pair on senders 0 and 1, each class's
+    /// short flows from 2 and 3 with the run's sizes and rate, from the
+    /// warm-up's end; behind seed 002's AQM the classic ones Not-ECT too.
+    #[test]
+    fn each_class_sends_its_short_flows_from_a_sender_of_its_own() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: super::super::L4sArgs,
+        }
+        let cfg = Cli::parse_from(["lab", "--quick", "--short-sizes", "2000-3000"]).args.config();
+        let points = points(&cfg);
+        assert_eq!(points.len(), 5, "one per AQM by default");
+        assert!(points.iter().all(|p| p.rate_bps == 50_000_000 && p.mix == long_mix()));
+        let scn = scenario(&cfg, &points[0], "dl9", "x");
+        let flows: Vec<(usize, &str)> = scn.flows.iter().map(|f| (f.sender, f.cc.as_str())).collect();
+        assert_eq!(flows, [(0, "dl9"), (1, "cubic")]);
+        let shorts: Vec<(usize, &str, u64, u64, f64)> = scn
+            .short_flows
+            .iter()
+            .map(|s| (s.sender, s.cc.as_str(), s.min_bytes, s.max_bytes, s.per_second))
+            .collect();
+        assert_eq!(shorts, [(2, "dl9", 2000, 3000, 10.0), (3, "cubic", 2000, 3000, 10.0)]);
+        assert!(scn.short_flows.iter().all(|s| s.start_after == cfg.warmup));
+        assert!(scn.no_ecn_senders.is_empty());
+        let dual = points.iter().find(|p| p.aqm == Aqm::Dual).unwrap();
+        assert_eq!(scenario(&cfg, dual, "dl9", "x").no_ecn_senders, [1, 3]);
+        let none = L4sConfig {
+            short_per_second: 0.0,
+            ..cfg.clone()
+        };
+        assert!(super::points(&none).is_empty());
+        let bad = L4sConfig {
+            short_per_second: -1.0,
+            ..cfg
+        };
+        assert!(validate(&bad).unwrap_err().to_string().contains("out of range"));
+    }
 
     #[test]
     fn sizes_parse_as_min_and_max() {
