@@ -528,7 +528,17 @@ mod tests {
             slot: Some(parse_slot("4ms:8").unwrap()),
             ..RttArgs::default()
         };
-        assert!(args.or(None).unwrap().rtt.0.is_empty());
+        let rt = args.or(None).unwrap();
+        assert!(rt.rtt.0.is_empty());
+        assert_eq!(rt.slot, args.slot);
+        // With a round trip, the slot rides along; without --slot, none.
+        let eight = RttArgs {
+            rtt: None,
+            ..args.clone()
+        };
+        let rt = eight.or(Some(Duration::from_millis(8))).unwrap();
+        assert_eq!((rt.rtt.0.len(), rt.slot), (1, args.slot));
+        assert_eq!(RttArgs::default().or(Some(Duration::from_millis(8))).unwrap().slot, None);
         assert_eq!(RttArgs::default().or(None), None);
     }
 

@@ -1797,6 +1797,21 @@ mod tests {
             "2:0@10ms/80ms"
         );
         assert_eq!(queue_ms(10.0, 10_000_000), 10.0 * 1514.0 * 8.0 / 1e4);
+        // --slot reaches every run's round trip, the step runs' too.
+        let slotted = L4sConfig {
+            slot: Some(parse_slot("4ms:8").unwrap()),
+            ..c.clone()
+        };
+        let rt = scenario(&slotted, &point(Aqm::Step, "1:1"), "dl9", "x").round_trip.unwrap();
+        assert_eq!((rt.slot, rt.rtt), (slotted.slot, slotted.rtt.clone()));
+        let step = step_scenario(&slotted, Aqm::Dualpi2, "dl9", 25_000_000, "x");
+        assert_eq!(step.round_trip.unwrap().slot, slotted.slot);
+        assert_eq!(step.bottleneck.rate_bps, 50_000_000);
+        assert_eq!(
+            step.rate_schedule,
+            RateSchedule::step(Duration::from_secs(6), 25_000_000),
+            "the step at mid-run"
+        );
     }
 
     #[test]
@@ -1861,6 +1876,22 @@ mod tests {
             ),
             (
                 L4sConfig {
+                    rtt: Rtt::parse("10ms,80ms").unwrap(),
+                    mixes: vec![Mix::parse("2:0").unwrap()],
+                    steps: vec![],
+                    ..base.clone()
+                },
+                "add --short-per-second 0",
+            ),
+            (
+                L4sConfig {
+                    step_senders: vec![],
+                    ..base.clone()
+                },
+                "give --step-senders",
+            ),
+            (
+                L4sConfig {
                     rates: vec![50_000_000, 10_000_000],
                     rate_schedule: RateSchedule::parse("0s:50M,4s:25M").unwrap(),
                     ..base.clone()
@@ -1897,5 +1928,23 @@ mod tests {
             ),
         ];
         crate::experiments::assert_each_refused(cases, L4sConfig::validate);
+        // What those refusals name, once left out, is taken.
+        for ok in [
+            base.clone(),
+            L4sConfig {
+                rtt: Rtt::parse("10ms,80ms").unwrap(),
+                mixes: vec![Mix::parse("2:0").unwrap()],
+                steps: vec![],
+                short_per_second: 0.0,
+                ..base.clone()
+            },
+            L4sConfig {
+                steps: vec![],
+                step_senders: vec![],
+                ..base.clone()
+            },
+        ] {
+            ok.validate().unwrap();
+        }
     }
 }
