@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use netns_lab::net::delay::parse_slot;
 use netns_lab::net::delayline::{self, Route, Slot, Spec};
 
 /// Hold every frame arriving on one interface for a constant delay, then
@@ -38,9 +39,9 @@ struct Cli {
     #[arg(long, default_value_t = 1 << 20)]
     max_held: usize,
     /// Release in slots, as netem's `slot` does: held frames leave only as
-    /// a slot opens, every NANOSECONDS, at most PACKETS of a route's per
-    /// slot (NANOSECONDS:PACKETS).
-    #[arg(long)]
+    /// a slot opens, every INTERVAL, at most PACKETS of a route's per slot
+    /// (INTERVAL:PACKETS, as `lab --slot` takes it: 4ms:8, 4000000ns:8).
+    #[arg(long, value_parser = parse_slot)]
     slot: Option<Slot>,
     /// Run on this CPU only (the lab keeps the switch's receive work off it).
     #[arg(long)]

@@ -429,7 +429,7 @@ impl Element {
                 .arg(format!("{}/{}={}", r.net, r.prefix_len, r.delay_ns));
         }
         if let Some(s) = slot {
-            cmd.arg("--slot").arg(format!("{}:{}", s.interval_ns, s.packets));
+            cmd.arg("--slot").arg(format!("{}ns:{}", s.interval_ns, s.packets));
         }
         if let Some(c) = cpu {
             cmd.arg("--cpu").arg(c.to_string());

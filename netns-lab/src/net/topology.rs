@@ -398,13 +398,15 @@ impl Star {
                 self._delay_ns = Some(dl);
             }
             None => {
+                let slot = rt
+                    .slot
+                    .map(|s| (format!("{}us", s.interval_ns / 1000), s.packets.to_string()));
                 for i in 0..self.senders.len() {
                     let port = self.switch_port(i);
                     let us = format!("{}us", added(i).as_micros());
                     // netem's default limit (1000 packets) is less than a
                     // long round trip of ACKs.
                     let mut args = vec!["qdisc", "replace", "dev", &port, "root", "netem", "delay", &us, "limit", "1000000"];
-                    let slot = rt.slot.map(|s| (format!("{}us", s.interval_ns / 1000), s.packets.to_string()));
                     if let Some((interval, packets)) = &slot {
                         args.extend(["slot", interval, "packets", packets]);
                     }
