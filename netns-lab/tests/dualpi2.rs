@@ -61,6 +61,14 @@ fn dualpi2_decides_as_its_model_and_steers_each_class_into_its_queue() {
     let _serial = serial();
     let star = Star::build(&StarSpec::senders(1)).unwrap();
     let (_, cfg, mut sw) = traced_dualpi2(&star);
+    // One packet in four stamped with its enqueue time, as at 50 Mbit/s
+    // (10 Mbit/s stamps every one).
+    let link = tc_qdisc::marker::link_rate(RATE);
+    sw.set_link(&tc_qdisc::intf::link_rate {
+        stamp_shift: 2,
+        ..link
+    })
+    .unwrap();
 
     // A burst of 30 L packets, then 1.5 s at about 20 Mbit/s (three
     // 1,000-byte datagrams every 1.2 ms), then quiet while the queue drains.
@@ -119,7 +127,16 @@ fn dualpi2_decides_as_its_model_and_steers_each_class_into_its_queue() {
             d.ts_ns
         );
         assert_eq!(u32::from(d.queue), dualpi2::classify(&dc, d.ecn), "{d:?}");
+        // Only the draws a decision reads are drawn (u32::MAX: none).
+        if d.prob == 0 {
+            assert_eq!((d.roll1, d.roll2, d.roll_l), (u32::MAX, u32::MAX, u32::MAX), "{d:?}");
+        }
+        if d.roll1 > d.prob {
+            assert_eq!(d.roll2, u32::MAX, "p'^2's second draw after a miss: {d:?}");
+        }
     }
+    let drawn = trace.decisions.iter().filter(|d| d.roll2 != u32::MAX).count();
+    assert!(drawn > 10, "{drawn} second draws");
     assert!(!udp.is_empty());
     let count = |q: u32, a: u32| {
         trace
@@ -193,25 +210,32 @@ fn dualpi2_decides_as_its_model_and_steers_each_class_into_its_queue() {
         )
     );
 
-    // Departures: each packet's sojourn, L's far below C's (L goes first).
-    // The 6.18 tracepoint misses up to a few per mille of dequeues.
+    // Departures: the stamped packets' sojourn, L's far below C's (L goes
+    // first). The 6.18 tracepoint misses up to a few per mille of dequeues.
     for (what, q, sent) in [("L", &l, l_sent), ("C", &c, c_sent)] {
         assert!(
             q.departures <= sent && q.departures as f64 >= 0.97 * sent as f64,
             "{what}: {} departures seen of {sent} sent",
             q.departures
         );
-        assert_eq!(q.hist.iter().sum::<u64>(), q.departures, "{what} histogram");
+        let share = q.stamped as f64 / q.departures as f64;
+        assert!(
+            (0.2..0.3).contains(&share),
+            "{what}: {} of {} departures stamped, not one in four",
+            q.stamped,
+            q.departures
+        );
+        assert_eq!(q.hist.iter().sum::<u64>(), q.stamped, "{what} histogram");
     }
-    let mean = |q: &tc_qdisc::intf::dualpi2_queue_stats| q.sojourn_ns as f64 / q.departures as f64;
+    let mean = |q: &tc_qdisc::intf::dualpi2_queue_stats| q.sojourn_ns as f64 / q.stamped as f64;
     eprintln!(
         "sojourn mean L {:.2} ms C {:.2} ms; estimate error mean |e| L {:.2} ms C {:.2} ms, bias L {:.2} C {:.2}",
         mean(&l) / 1e6,
         mean(&c) / 1e6,
-        l.est_err_abs_ns as f64 / l.departures as f64 / 1e6,
-        c.est_err_abs_ns as f64 / c.departures as f64 / 1e6,
-        l.est_err_ns as f64 / l.departures as f64 / 1e6,
-        c.est_err_ns as f64 / c.departures as f64 / 1e6,
+        l.est_err_abs_ns as f64 / l.stamped as f64 / 1e6,
+        c.est_err_abs_ns as f64 / c.stamped as f64 / 1e6,
+        l.est_err_ns as f64 / l.stamped as f64 / 1e6,
+        c.est_err_ns as f64 / c.stamped as f64 / 1e6,
     );
     assert!(
         mean(&l) * 4.0 < mean(&c),
@@ -300,4 +324,8 @@ fn a_rate_change_moves_the_link_and_the_markers_estimate_together() {
         old > 500 && new > 500,
         "{old} decisions before, {new} after"
     );
+    // At 10 and 5 Mbit/s a packet takes over 1 ms: every one is stamped.
+    let [l, _] = sw.dualpi2_stats().unwrap().unwrap();
+    assert!(l.departures > 1000, "{} departures", l.departures);
+    assert_eq!(l.stamped, l.departures);
 }

@@ -228,6 +228,9 @@ pub struct QueueWindow {
     pub dropped: u64,
     pub taildrop: u64,
     pub departures: u64,
+    /// Departures that carried their enqueue time: the sojourn's figures
+    /// are theirs.
+    pub stamped: u64,
     pub sojourn_mean_ms: f64,
     pub sojourn_p50_ms: f64,
     pub sojourn_p99_ms: f64,
@@ -291,15 +294,16 @@ impl Dualpi2Window {
 impl QueueWindow {
     pub fn between(a: &dualpi2_queue_stats, b: &dualpi2_queue_stats) -> QueueWindow {
         let hist: Vec<u64> = b.hist.iter().zip(&a.hist).map(|(y, x)| y - x).collect();
-        let departures = b.departures - a.departures;
-        let per = |sum: f64| sum / departures.max(1) as f64 / 1e6;
+        let stamped = b.stamped - a.stamped;
+        let per = |sum: f64| sum / stamped.max(1) as f64 / 1e6;
         QueueWindow {
             arrivals: b.arrivals - a.arrivals,
             marked: b.marked - a.marked,
             step_marked: b.step_marked - a.step_marked,
             dropped: b.dropped - a.dropped,
             taildrop: b.taildrop - a.taildrop,
-            departures,
+            departures: b.departures - a.departures,
+            stamped,
             sojourn_mean_ms: per((b.sojourn_ns - a.sojourn_ns) as f64),
             sojourn_p50_ms: hist_quantile_ms(&hist, 0.5),
             sojourn_p99_ms: hist_quantile_ms(&hist, 0.99),
@@ -609,7 +613,8 @@ mod tests {
     fn a_window_counts_its_own_departures_and_reads_quantiles_off_the_histogram() {
         let mut a = dualpi2_queue_stats::default();
         a.hist[0] = 10;
-        a.departures = 10;
+        a.departures = 40;
+        a.stamped = 10;
         a.sojourn_ns = 1_000;
         (a.arrivals, a.marked, a.step_marked, a.dropped, a.taildrop) = (50, 5, 4, 3, 2);
         let mut b = a;
@@ -617,7 +622,8 @@ mod tests {
         b.hist[0] += 98;
         b.hist[30] += 1;
         b.hist[DUALPI2_HIST_BUCKETS as usize - 1] += 1;
-        b.departures += 100;
+        b.departures += 400;
+        b.stamped += 100;
         b.sojourn_ns += 100 * 2_000_000;
         b.est_err_ns = a.est_err_ns.wrapping_sub(100 * 500_000);
         a.est_err_abs_ns = 7_000;
@@ -627,7 +633,8 @@ mod tests {
             (w.arrivals, w.marked, w.step_marked, w.dropped, w.taildrop),
             (100, 10, 4, 6, 1)
         );
-        assert_eq!(w.departures, 100);
+        // The sojourn's sums are over the stamped departures.
+        assert_eq!((w.departures, w.stamped), (400, 100));
         assert_eq!(w.sojourn_mean_ms, 2.0);
         assert_eq!(w.sojourn_p50_ms, 0.016384);
         assert!(
@@ -659,7 +666,7 @@ mod tests {
         );
         // Both queues at once, L first.
         let both = Dualpi2Window::between(&[a, dualpi2_queue_stats::default()], &[b, later]);
-        assert_eq!((both.l.departures, both.c.hist[3]), (100, 2));
+        assert_eq!((both.l.stamped, both.c.hist[3]), (100, 2));
         assert_eq!(hist_quantile_ms(&[0; 4], 0.5), 0.0);
     }
 

@@ -214,11 +214,22 @@ fn drain<T: Copy + Default + Send + 'static>(
 /// link_rate`): a backlog's time on it, and one MTU packet's.
 pub fn link_rate(rate_bps: u64) -> link_rate {
     let per = |bytes: f64| (bytes * 8e9 / rate_bps.max(1) as f64).round() as u32;
+    let pkt_ns = per(f64::from(crate::backend::PKT_BYTES));
     link_rate {
         rate_bps,
         ns_per_kbyte: per(1024.0),
-        pkt_ns: per(f64::from(crate::backend::PKT_BYTES)),
+        pkt_ns,
+        stamp_shift: stamp_shift(pkt_ns),
+        _pad: 0,
     }
+}
+
+/// DualPI2's stamps on a link of `pkt_ns` per packet: one in 2^shift, the
+/// most packets that take no more than DUALPI2_STAMP_SPAN_NS on the link
+/// (1 Gbit/s: 64; 50 Mbit/s: 4; 10 Mbit/s and slower: every packet).
+pub fn stamp_shift(pkt_ns: u32) -> u32 {
+    let packets = crate::intf::DUALPI2_STAMP_SPAN_NS / pkt_ns.max(1);
+    packets.max(1).ilog2().min(crate::intf::DUALPI2_STAMP_SHIFT_MAX)
 }
 
 /// The switch loaded with `cfg` in its read-only data and the link's rate
@@ -470,7 +481,13 @@ impl BpfSwitch {
     /// class changed: [`crate::Bottleneck::set_rate`]): from the next
     /// arrival, backlogs become times at the new rate.
     pub fn set_rate(&self, rate_bps: u64) -> Result<()> {
-        let value = dctcp_utils::bytes::to_bytes(&link_rate(rate_bps));
+        self.set_link(&link_rate(rate_bps))
+    }
+
+    /// Writes the programs' `link_rate` as given (a test stamps DualPI2's
+    /// packets more sparsely than the rate would).
+    pub fn set_link(&self, link: &link_rate) -> Result<()> {
+        let value = dctcp_utils::bytes::to_bytes(link);
         self.link
             .update(&0u32.to_ne_bytes(), &value, MapFlags::ANY)
             .context("writing the switch's link_rate")
@@ -647,6 +664,22 @@ mod tests {
             action,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn dualpi2_stamps_the_packets_of_a_millisecond_at_most_64() {
+        let shift = |rate: u64| link_rate(rate).stamp_shift;
+        // 1514 bytes: 12.1 us at 1 Gbit/s (82 a ms), 242 us at 50 Mbit/s.
+        assert_eq!(shift(1_000_000_000), 6);
+        assert_eq!(shift(100_000_000_000), 6);
+        assert_eq!(shift(100_000_000), 3);
+        assert_eq!(shift(50_000_000), 2);
+        assert_eq!(shift(25_000_000), 1);
+        assert_eq!(shift(10_000_000), 0);
+        assert_eq!(shift(1_000), 0);
+        // Exactly at the span: 4 packets of 250 us.
+        assert_eq!(stamp_shift(250_000), 2);
+        assert_eq!(stamp_shift(250_001), 1);
     }
 
     #[test]

@@ -40,7 +40,9 @@ pub struct QueueNow {
     /// Early and tail drops.
     pub dropped: u64,
     pub departures: u64,
-    /// Sum of the departures' sojourn.
+    /// Departures that carried their enqueue time, and the sum of their
+    /// sojourn.
+    pub stamped: u64,
     pub sojourn_ns: u64,
 }
 
@@ -52,6 +54,7 @@ impl From<&dualpi2_queue_stats> for QueueNow {
             step_marked: q.step_marked,
             dropped: q.dropped + q.taildrop,
             departures: q.departures,
+            stamped: q.stamped,
             sojourn_ns: q.sojourn_ns,
         }
     }
@@ -158,6 +161,7 @@ mod tests {
             dropped: 2,
             taildrop: 5,
             departures: 90,
+            stamped: 23,
             sojourn_ns: 1_000,
             ..Default::default()
         };
@@ -169,6 +173,7 @@ mod tests {
                 step_marked: 3,
                 dropped: 7,
                 departures: 90,
+                stamped: 23,
                 sojourn_ns: 1_000,
             }
         );

@@ -314,7 +314,7 @@ fn dualpi2_queues(sub: &mut Registry, switches: &[SwitchNow]) {
     if switches.iter().all(|w| w.dualpi2.is_none()) {
         return;
     }
-    let kinds: [Counted<QueueNow>; 5] = [
+    let kinds: [Counted<QueueNow>; 6] = [
         ("dualpi2_arrivals", "Packets that arrived at the queue", |q| {
             q.arrivals
         }),
@@ -332,6 +332,11 @@ fn dualpi2_queues(sub: &mut Registry, switches: &[SwitchNow]) {
         ("dualpi2_departures", "Packets that left the queue", |q| {
             q.departures
         }),
+        (
+            "dualpi2_stamped",
+            "Departures that carried their enqueue time (one per ms of the link's time at most)",
+            |q| q.stamped,
+        ),
     ];
     let families: Vec<_> = kinds
         .iter()
@@ -344,7 +349,7 @@ fn dualpi2_queues(sub: &mut Registry, switches: &[SwitchNow]) {
     let sojourn = Family::<QueueLabels, Counter<f64, AtomicU64>>::default();
     sub.register(
         "dualpi2_sojourn_seconds",
-        "Sum of the departures' sojourn in the queue (over dualpi2_departures: the mean)",
+        "Sum of the stamped departures' sojourn in the queue (over dualpi2_stamped: the mean)",
         sojourn.clone(),
     );
     for w in switches {
@@ -584,6 +589,7 @@ mod tests {
             step_marked: 3 * n,
             dropped: n,
             departures: 990 * n,
+            stamped: 250 * n,
             sojourn_ns: 2_000_000_000 * n,
         };
         let s = Snapshot {
@@ -612,6 +618,7 @@ mod tests {
         assert_eq!(at("dualpi2_step_marked_total", "l"), 3.0);
         assert_eq!(at("dualpi2_dropped_total", "c"), 2.0);
         assert_eq!(at("dualpi2_departures_total", "l"), 990.0);
+        assert_eq!(at("dualpi2_stamped_total", "c"), 500.0);
         assert_eq!(at("dualpi2_sojourn_seconds_total", "c"), 4.0);
     }
 }

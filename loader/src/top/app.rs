@@ -195,7 +195,7 @@ impl SwitchTrack {
         }
         if let (Some(new), Some(old)) = (now.dualpi2, self.now.and_then(|n| n.dualpi2)) {
             for (i, (n, o)) in new.iter().zip(&old).enumerate() {
-                let left = n.departures.saturating_sub(o.departures);
+                let left = n.stamped.saturating_sub(o.stamped);
                 self.sojourn_ms[i] = (left > 0)
                     .then(|| n.sojourn_ns.saturating_sub(o.sojourn_ns) as f64 / left as f64 / 1e6);
             }

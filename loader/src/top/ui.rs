@@ -594,7 +594,8 @@ mod tests {
     }
 
     /// A bpf-dualpi2 switch adds a line: each queue's mean sojourn between
-    /// the last two polls (C: 3 s of sojourn over 200 departures, 15 ms)
+    /// the last two polls (C: 3 s of sojourn over the 200 stamped of 800
+    /// departures, 15 ms)
     /// and what was marked and dropped in each.
     #[test]
     fn a_dualpi2_switch_shows_each_queues_sojourn() {
@@ -606,7 +607,8 @@ mod tests {
                 marked,
                 step_marked: 4,
                 dropped: 1,
-                departures: 100 * round * 2,
+                departures: 400 * round * 2,
+                stamped: 100 * round * 2,
                 sojourn_ns: sojourn_ns * round,
             };
             let mut s = sample(vec![]);

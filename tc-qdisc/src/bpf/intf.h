@@ -94,7 +94,10 @@ struct dualpi2_queue_stats {
 	u64 dropped;         /* early drops */
 	u64 taildrop;        /* at the limit */
 	u64 departures;
-	u64 sojourn_ns;      /* sum over departures */
+	u64 stamped;         /* departures that carried their enqueue time (one
+			      * in 2^link_rate.stamp_shift): the sums and the
+			      * histogram below are over these */
+	u64 sojourn_ns;      /* sum of their sojourn */
 	u64 est_err_abs_ns;  /* sum of |sojourn - backlog over rate at arrival| */
 	s64 est_err_ns;      /* the same, signed: the estimate's bias */
 	u64 hist[DUALPI2_HIST_BUCKETS];
@@ -111,7 +114,18 @@ struct link_rate {
 	u32 pkt_ns;          /* one MTU packet's time on the link: the dual AQM's
 			      * averages decay by one empty-queue arrival per
 			      * packet time over an idle queue */
+	u32 stamp_shift;     /* DualPI2 stamps one arrival in 2^stamp_shift with
+			      * its enqueue time: the most whose packets span
+			      * DUALPI2_STAMP_SPAN_NS on the link, at most
+			      * 2^DUALPI2_STAMP_SHIFT_MAX */
+	u32 _pad;
 };
+/* A clock read per packet is most of DualPI2's cost in situ (docs/
+ * performance.md); the controller needs one sojourn per tupdate, so one
+ * packet per 1 ms of the link's time is stamped, and each queue's delay is
+ * never older than that at an update. */
+#define DUALPI2_STAMP_SPAN_NS 1000000
+#define DUALPI2_STAMP_SHIFT_MAX 6
 
 /*
  * One RED profile of the dual AQM (seed 002: WRED keyed on ECT). Each profile

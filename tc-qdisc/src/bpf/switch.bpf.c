@@ -336,6 +336,18 @@ static __always_inline bool dual_decide(u32 qlen, u32 backlog, bool ect)
 #define CLOCK_MONOTONIC 1
 #define DUALPI2_EST_SHIFT 12
 
+/* A roll not drawn: above every p' short of 1, it hits nothing. */
+#define NO_DRAW 0xffffffffU
+
+/* Whether a queue's arrival number n carries a stamp: one in 2^shift, where
+ * n times the golden ratio (mod 1) falls under 2^-shift. Spaced evenly over
+ * the count but without a fixed stride, so a periodic arrival pattern (a
+ * sender's bursts of four) cannot put every stamp on the same place in it. */
+static __always_inline bool dualpi2_stamp_due(u64 n, u32 shift)
+{
+	return !shift || !((n * 0x9e3779b97f4a7c15ULL) >> (64 - (shift & 63)));
+}
+
 /* The qdisc of htb class `classid` under htb `root`: htb's class hash,
  * read as sch_htb's htb_find() does. */
 static __always_inline u64 htb_leaf_qdisc(u64 root, u32 classid)
@@ -425,11 +437,14 @@ static __always_inline u8 dualpi2_enqueue(struct __sk_buff *ctx, struct Qdisc *q
 					  const struct pkt *p, bool ipv4, u32 backlog)
 {
 	const volatile struct dualpi2_config *c = &cfg.dualpi2;
-	u32 zero = 0, l_qlen, l_backlog, c_backlog, r1 = 0, r2 = 0, rl = 0, key, ns_per_kbyte;
+	u32 zero = 0, l_qlen, l_backlog, c_backlog, key, ns_per_kbyte;
+	u32 r1 = NO_DRAW, r2 = NO_DRAW, rl = NO_DRAW;
 	struct dualpi2_queue_stats *qs;
 	struct dualpi2_state *st;
 	u8 queue, action, step = 0;
 	u64 now, est, l_wait;
+	bool stamp;
+	u32 prob;
 
 	st = bpf_map_lookup_elem(&dualpi2, &zero);
 	if (!st)
@@ -444,14 +459,19 @@ static __always_inline u8 dualpi2_enqueue(struct __sk_buff *ctx, struct Qdisc *q
 		bpf_timer_set_callback(&st->timer, dualpi2_tick);
 		bpf_timer_start(&st->timer, c->tupdate_ns, 0);
 	}
+	/* Read once: the timer may move it on another CPU meanwhile. */
+	prob = st->prob;
 	queue = ipv4 ? dualpi2_classify(c, p->ecn) : DUALPI2_C;
 	leaf_queue_tcx(st->leaf[DUALPI2_L], &l_qlen, &l_backlog);
 	/* Only the draws the decision reads (dualpi2_decide): C two, L one,
-	 * and two more in overload; none under the minimum backlog. */
-	if (ipv4 && backlog >= c->min_backlog) {
-		if (queue == DUALPI2_C || (u64)st->prob * c->coupling > DUALPI2_PROB_ONE) {
+	 * and two more in overload; none under the minimum backlog, none while
+	 * p' is 0, and the second of p'^2's only when the first hit: two draws
+	 * a packet were 15 % of the marker's time in situ (perf). */
+	if (ipv4 && backlog >= c->min_backlog && prob) {
+		if (queue == DUALPI2_C || (u64)prob * c->coupling > DUALPI2_PROB_ONE) {
 			r1 = bpf_get_prandom_u32();
-			r2 = bpf_get_prandom_u32();
+			if (dualpi2_roll(r1, prob))
+				r2 = bpf_get_prandom_u32();
 		}
 		if (queue == DUALPI2_L)
 			rl = bpf_get_prandom_u32();
@@ -459,13 +479,17 @@ static __always_inline u8 dualpi2_enqueue(struct __sk_buff *ctx, struct Qdisc *q
 	/* The wait ahead of a packet if its queue drains at the link's rate. */
 	ns_per_kbyte = link_rate.ns_per_kbyte;
 	l_wait = (u64)l_backlog * ns_per_kbyte >> 10;
-	action = ipv4 ? dualpi2_decide(c, queue, p->ecn != 0, st->prob, backlog, l_wait,
+	action = ipv4 ? dualpi2_decide(c, queue, p->ecn != 0, prob, backlog, l_wait,
 				       l_qlen, r1, r2, rl, &step) : QA_PASS;
-	now = bpf_ktime_get_ns();
+	key = queue;
+	qs = bpf_map_lookup_elem(&dualpi2_stats, &key);
+	/* The clock only for a packet that carries a stamp (or a trace). */
+	stamp = dualpi2_stamp_due(qs ? qs->arrivals : 0, link_rate.stamp_shift);
+	now = stamp || c->trace ? bpf_ktime_get_ns() : 0;
 	if (c->trace) {
 		struct dualpi2_decision d = {
 			.ts_ns = now,
-			.prob = st->prob,
+			.prob = prob,
 			.backlog = backlog,
 			.l_backlog = l_backlog,
 			.l_qlen = l_qlen,
@@ -481,8 +505,6 @@ static __always_inline u8 dualpi2_enqueue(struct __sk_buff *ctx, struct Qdisc *q
 
 		bpf_ringbuf_output(&decisions, &d, sizeof(d), 0);
 	}
-	key = queue;
-	qs = bpf_map_lookup_elem(&dualpi2_stats, &key);
 	if (qs) {
 		qs->arrivals++;
 		qs->bytes += ctx->len;
@@ -498,7 +520,8 @@ static __always_inline u8 dualpi2_enqueue(struct __sk_buff *ctx, struct Qdisc *q
 	est = queue == DUALPI2_L ? l_wait : (u64)c_backlog * ns_per_kbyte >> 10;
 	est >>= DUALPI2_EST_SHIFT;
 	ctx->cb[0] = est > 0xffffffff ? 0xffffffff : est;
-	ctx->mark = (u32)(now >> DUALPI2_TS_SHIFT);
+	/* The low bit set: a stamp is never 0, the mark of a packet without. */
+	ctx->mark = stamp ? (u32)(now >> DUALPI2_TS_SHIFT) | 1 : 0;
 	ctx->priority = queue == DUALPI2_L ? c->l_classid : c->c_classid;
 	return action;
 }
@@ -526,10 +549,10 @@ static __always_inline u32 cb_word(struct sk_buff *skb)
 	return w;
 }
 
-/* DualPI2 at the dequeue tracepoint: each packet's sojourn (its enqueue
- * time in skb->mark) into its queue's histogram, beside the estimate made
- * at its arrival; the controller's delay of each queue is its last
- * departure's sojourn, or 0 once the queue is empty. */
+/* DualPI2 at the dequeue tracepoint: each stamped packet's sojourn (its
+ * enqueue time in skb->mark) into its queue's histogram, beside the
+ * estimate made at its arrival; the controller's delay of each queue is its
+ * last stamped departure's sojourn, or 0 once the queue is empty. */
 static __always_inline void dualpi2_departed(struct sk_buff *skb, int packets, u64 now)
 {
 	const volatile struct dualpi2_config *c = &cfg.dualpi2;
@@ -547,31 +570,45 @@ static __always_inline void dualpi2_departed(struct sk_buff *skb, int packets, u
 		s64 err;
 
 		key = prio == c->l_classid ? DUALPI2_L : DUALPI2_C;
-		if (prio == c->l_classid || prio == c->c_classid) {
-			sojourn = (u64)((u32)(now >> DUALPI2_TS_SHIFT) - skb->mark) << DUALPI2_TS_SHIFT;
+		if (prio != c->l_classid && prio != c->c_classid) {
+			skb = skb->next;
+			continue;
+		}
+		seen[key & 1] = 1;
+		qs = bpf_map_lookup_elem(&dualpi2_stats, &key);
+		if (qs)
+			qs->departures++;
+		if (skb->mark) {
+			u32 stamp = skb->mark & ~1U;
+
+			sojourn = (u64)((u32)(now >> DUALPI2_TS_SHIFT) - stamp) << DUALPI2_TS_SHIFT;
 			est = (u64)cb_word(skb) << DUALPI2_EST_SHIFT;
 			err = (s64)sojourn - (s64)est;
-			qs = bpf_map_lookup_elem(&dualpi2_stats, &key);
 			if (qs) {
 				bucket = sojourn >> DUALPI2_HIST_SHIFT;
 				if (bucket >= DUALPI2_HIST_BUCKETS)
 					bucket = DUALPI2_HIST_BUCKETS - 1;
-				qs->departures++;
+				qs->stamped++;
 				qs->sojourn_ns += sojourn;
 				qs->est_err_ns += err;
 				qs->est_err_abs_ns += err < 0 ? -err : err;
 				qs->hist[bucket & (DUALPI2_HIST_BUCKETS - 1)]++;
 			}
 			last[key & 1] = sojourn;
-			seen[key & 1] = 1;
+			seen[key & 1] = 2;
 		}
 		skb = skb->next;
 	}
+	/* A queue left empty has no delay; one that is not keeps its last
+	 * stamped departure's, the newest if one left just now. */
 	for (i = 0; i < 2; i++) {
 		if (!seen[i])
 			continue;
 		leaf_queue(st->leaf[i], &qlen, &backlog);
-		st->qdelay[i] = qlen ? last[i] : 0;
+		if (!qlen)
+			st->qdelay[i] = 0;
+		else if (seen[i] == 2)
+			st->qdelay[i] = last[i];
 	}
 }
 

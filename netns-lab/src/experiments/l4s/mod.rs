@@ -1171,12 +1171,13 @@ fn dualpi2_params(d: &Dualpi2) -> String {
 fn queues_line(d: &Dualpi2Window) -> String {
     let q = |name: &str, w: &QueueWindow| {
         format!(
-            "{name} sojourn p50 {:.2} p99 {:.2} p99.9 {:.2} mean {:.2} ms ({} pkts, {} marked, {} by the step, {} dropped)",
+            "{name} sojourn p50 {:.2} p99 {:.2} p99.9 {:.2} mean {:.2} ms ({} pkts, {} stamped, {} marked, {} by the step, {} dropped)",
             w.sojourn_p50_ms,
             w.sojourn_p99_ms,
             w.sojourn_p999_ms,
             w.sojourn_mean_ms,
             w.departures,
+            w.stamped,
             w.marked,
             w.step_marked,
             w.dropped + w.taildrop
