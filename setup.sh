@@ -39,6 +39,10 @@ apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 apt-get install -y -qq --no-install-recommends podman >/dev/null
 # deploy/validate decodes the Kubernetes manifests with the API's Python models.
 apt-get install -y -qq --no-install-recommends python3-kubernetes python3-yaml >/dev/null
+# `lab --pcap`'s test reads its captures with tshark, as users will
+# (wireshark-common's setuid dumpcap is declined: the lab runs as root).
+echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+apt-get install -y -qq --no-install-recommends tshark >/dev/null
 # `lab bench` measures the switch's programs by perf's samples too.
 apt-get install -y -qq --no-install-recommends linux-perf >/dev/null
 apt-get install -y -qq --no-install-recommends bpftool/bookworm-backports >/dev/null

@@ -9,6 +9,7 @@
 //! - `report`: results folders, plots, shared tables; with `units`, `rng`
 //!   and `stats` below everything.
 
+pub mod capture;
 pub mod experiments;
 pub mod measure;
 pub mod net;

@@ -47,6 +47,23 @@ struct Cli {
     /// before building anything). Each run's outcome records which.
     #[arg(long, global = true, value_enum, default_value_t = netns_lab::net::ecn::EcnFeedback::Classic)]
     ecn: netns_lab::net::ecn::EcnFeedback,
+    /// Capture every run's packets, headers only (128 bytes of each), as
+    /// pcapng for Wireshark and tshark: at the bottleneck (the switch's
+    /// port toward the receiver: data as it leaves the queue, with the
+    /// switch's CE marks, and the ACKs coming back), or with `all` at each
+    /// sender's and the receiver's interface too, one file per point, in
+    /// the results' pcap/<NNN>-<run>/ (listed in pcap/captures.md). Read
+    /// one with `tshark -r FILE` or `lab rtts FILE`. A full socket queue
+    /// loses packets from the capture, never from the run; the console
+    /// says how many.
+    #[arg(long, global = true, value_enum, value_name = "WHERE", num_args = 0..=1, require_equals = true, default_missing_value = "bottleneck")]
+    pcap: Option<netns_lab::capture::Points>,
+    /// Bytes at most in each capture file (k, M, G: powers of 1000); what
+    /// comes after is left out, and the console and captures.md say how
+    /// many packets. 200M hold about 1.6 million packets.
+    #[arg(long, global = true, value_name = "SIZE", requires = "pcap",
+          default_value = netns_lab::capture::DEFAULT_LIMIT, value_parser = netns_lab::capture::parse_limit)]
+    pcap_limit: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -62,6 +79,7 @@ enum Command {
     #[command(flatten)]
     Experiment(Box<ExperimentCommand>),
     Bench(Box<netns_lab::experiments::bench::BenchArgs>),
+    Rtts(netns_lab::capture::RttsArgs),
     /// What this kernel offers the lab, and what to use where it falls short.
     Doctor {
         /// One JSON array for scripts.
@@ -87,9 +105,14 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
     }
     netns_lab::net::ecn::select(cli.ecn)
         .map_err(|e| dctcp_utils::error::UsageError(format!("{e:#}")))?;
+    netns_lab::capture::select(cli.pcap.map(|points| netns_lab::capture::Plan {
+        points,
+        limit_bytes: cli.pcap_limit,
+    }));
     match cli.command {
         Command::Experiment(e) => e.launch(htb, &stop),
         Command::Bench(args) => netns_lab::experiments::bench::command(&args, &stop),
+        Command::Rtts(args) => netns_lab::capture::rtts_command(&args),
         Command::Doctor { json } => netns_lab::net::doctor::command(json),
         Command::Cleanup { all } => netns_lab::net::cleanup::command(all),
     }

@@ -156,6 +156,7 @@ pub fn run_scenario(
 ) -> Result<RunData> {
     let bar = ProgressBar::new(scn.duration.as_millis() as u64);
     bar.set_style(ProgressStyle::with_template("[{pos:>5}/{len:5} ms] {bar:30} {msg}").unwrap());
+    crate::capture::name_next_run(&msg);
     bar.set_message(msg);
     let (mut run, (s, c, h), found) = crate::traffic::cc::guarded(ours, || {
         scenario::run(scn, stop, |t| bar.set_position(t.as_millis() as u64))
@@ -167,6 +168,9 @@ pub fn run_scenario(
     bar.finish_and_clear();
     if stop.load(Ordering::Relaxed) {
         bail!("interrupted");
+    }
+    for line in run.capture.iter().flat_map(|c| c.lines()) {
+        eprintln!("  {line}");
     }
     Ok(run)
 }
@@ -293,6 +297,7 @@ pub fn launch<A: ExperimentArgs>(
         A::Config::NAME,
         args.out(),
     )?;
+    crate::capture::set_results_dir(&dir.path);
     cfg.execute(&dir, stop)?;
     println!("results: {}", dir.path.display());
     println!("summary: {}", dir.file("summary.md").display());

@@ -261,6 +261,8 @@ pub struct RunData {
     pub cc_trace: Option<CcTrace>,
     /// Every short flow of the run, per generator.
     pub short: Vec<Vec<ShortFlow>>,
+    /// What `lab --pcap` wrote of the run.
+    pub capture: Option<crate::capture::CaptureReport>,
 }
 
 /// Runs the scenario on a fresh star and tears it down.
@@ -328,6 +330,8 @@ pub fn run(
         .as_deref()
         .map(|a| Recorder::start(a, bottleneck.rate_bps))
         .transpose()?;
+    // `lab --pcap`: open before the first packet of the run.
+    let capture = crate::capture::Capture::start(&star)?;
     let short = scn
         .short_flows
         .iter()
@@ -386,6 +390,7 @@ pub fn run(
         .map(ShortFlows::finish)
         .collect::<Result<Vec<_>>>()?;
     let cc_trace = recorder.map(Recorder::finish).transpose()?;
+    let capture = capture.map(crate::capture::Capture::finish).transpose()?;
     let end_q = qdisc_stats::read(&ns, &dev)?;
     let end_m = switch.stats()?;
     let dualpi2 = dualpi2_at_warmup
@@ -541,6 +546,7 @@ pub fn run(
         window_start_ns: t0,
         cc_trace,
         short,
+        capture,
     })
 }
 

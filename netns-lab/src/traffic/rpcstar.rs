@@ -121,6 +121,8 @@ pub struct ClientRun {
 
 /// The star with its workers up; everything goes when dropped.
 pub struct RpcStar {
+    /// `lab --pcap`: stopped first, before the workers and namespaces go.
+    capture: Option<crate::capture::Capture>,
     star: Star,
     round_trip: Option<RoundTrip>,
     switch: BpfSwitch,
@@ -162,7 +164,10 @@ impl RpcStar {
                 h.ns.ip(&["route", "replace", "default", "via", &gw, "rto_min", &rto])?;
             }
         }
+        crate::capture::name_next_run(&format!("{cc} {n} workers"));
+        let capture = crate::capture::Capture::start(&star)?;
         let mut s = RpcStar {
+            capture,
             star,
             round_trip,
             switch,
@@ -293,6 +298,11 @@ impl RpcStar {
 
 impl Drop for RpcStar {
     fn drop(&mut self) {
+        match self.capture.take().map(crate::capture::Capture::finish) {
+            Some(Ok(report)) => report.lines().iter().for_each(|l| eprintln!("  {l}")),
+            Some(Err(e)) => eprintln!("warning: {e:#}"),
+            None => {}
+        }
         for w in &self.workers {
             // SAFETY: signalling a child we spawned.
             unsafe { libc::kill(w.id() as i32, libc::SIGTERM) };
