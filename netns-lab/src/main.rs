@@ -55,7 +55,7 @@ struct Cli {
     /// the results' pcap/<NNN>-<run>/ (listed in pcap/captures.md). Read
     /// one with `tshark -r FILE` or `lab rtts FILE`. A full socket queue
     /// loses packets from the capture, never from the run; the console
-    /// says how many.
+    /// says how many. A value goes after `=`: `--pcap=all`.
     #[arg(long, global = true, value_enum, value_name = "WHERE", num_args = 0..=1, require_equals = true, default_missing_value = "bottleneck")]
     pcap: Option<netns_lab::capture::Points>,
     /// Bytes at most in each capture file (k, M, G: powers of 1000); what

@@ -262,6 +262,7 @@ fn captures_hold_what_the_lab_counted_and_rtts_agrees_with_tshark() {
         cubic > 5.0 * dctcp,
         "RTT p50 at the sender: cubic@droptail {cubic} ms against bpf_dctcp@bpf-step {dctcp} ms"
     );
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 #[test]
@@ -304,6 +305,7 @@ fn a_capture_at_its_bound_is_cut_and_says_so() {
     // What it holds reads whole.
     let o = lab(&["rtts", file.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 #[test]

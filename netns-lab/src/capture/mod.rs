@@ -252,7 +252,7 @@ impl Capture {
     /// Starts capturing `star` if `lab --pcap` asked for it (None if not).
     /// Each point's socket is open before this returns.
     pub fn start(star: &Star) -> Result<Option<Capture>> {
-        let (plan, dir) = {
+        let (plan, dir): (Plan, PathBuf) = {
             let mut sel = SELECTED.lock().unwrap();
             let Some(s) = sel.as_mut() else {
                 return Ok(None);
@@ -268,18 +268,24 @@ impl Capture {
             };
             (s.plan, root.join(name))
         };
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Capture::open(star, plan.points, plan.limit_bytes, &dir).map(Some)
+    }
+
+    /// Captures `star` at `points` into `dir`, each file bounded at
+    /// `limit_bytes`.
+    pub fn open(star: &Star, points: Points, limit_bytes: u64, dir: &Path) -> Result<Capture> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let stop = Arc::new(AtomicBool::new(false));
         let mut cap = Capture {
             stop: stop.clone(),
             threads: Vec::new(),
-            dir: dir.clone(),
-            limit_bytes: plan.limit_bytes,
+            dir: dir.to_path_buf(),
+            limit_bytes,
         };
-        for p in points_of(star, plan.points) {
+        for p in points_of(star, points) {
             let file = dir.join(format!("{}.pcapng", p.name));
             let (ready_tx, ready_rx) = mpsc::sync_channel(1);
-            let (f, stop, limit) = (file.clone(), stop.clone(), plan.limit_bytes);
+            let (f, stop, limit) = (file.clone(), stop.clone(), limit_bytes);
             let point = p.name.clone();
             let ns = p.ns.clone();
             let handle = dctcp_utils::setns::spawn_in(&ns, move || {
@@ -297,7 +303,7 @@ impl Capture {
                 bail!("capturing {}: {e}", cap.threads.last().unwrap().point);
             }
         }
-        Ok(Some(cap))
+        Ok(cap)
     }
 
     /// Stops every point, writes what is still queued, and says what each

@@ -20,18 +20,26 @@ use super::BenchConfig;
 /// The egress programs (names as the kernel truncates them, 15 characters).
 const EGRESS_PROGRAMS: [&str; 3] = ["bottleneck_egre", "floor_egress", "queue_read_egre"];
 
+/// The bench's capture files' bound: past it the capture still takes every
+/// packet from the kernel, only writing stops.
+const CAPTURE_LIMIT: u64 = 50_000_000;
+
 /// The egress setups the goals compare.
 pub(super) const EGRESS_FLOOR: &str = "floor: empty tcx program";
 pub(super) const EGRESS_QUEUE_READ: &str = "floor + reading the qdisc's length";
 pub(super) const EGRESS_MARKER: &str = "marker, no probe";
 pub(super) const EGRESS_PROBE: &str = "marker + probe, every arrival";
 pub(super) const EGRESS_DUALPI2: &str = "bpf-dualpi2, no probe";
+pub(super) const EGRESS_MARKER_CAPTURE: &str = "marker, no probe, with --pcap";
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SwitchReport {
     /// Receiver goodput per run: (with marker, round, Gbit/s).
     pub runs: Vec<(bool, usize, f64)>,
     pub ratio: Option<Ratio>,
+    /// Receiver goodput with the marker and `lab --pcap`'s capture at the
+    /// bottleneck, over the marker's alone, paired per round.
+    pub capture_ratio: Option<Ratio>,
     /// Every switch program's cost in the last round of each egress setup.
     pub per_packet: Vec<PerCall>,
     /// The egress program's ns per packet over the rounds, each setup.
@@ -55,11 +63,13 @@ enum Egress {
 }
 
 /// Two cubic flows for `secs` through a star whose bottleneck is
-/// `bottleneck`, with `egress` on it. Returns the receiver's goodput after
-/// slow start and the programs' cost per call (while bpf_stats are on).
+/// `bottleneck`, with `egress` on it, and `lab --pcap`'s capture at the
+/// bottleneck with `capture`. Returns the receiver's goodput after slow
+/// start and the programs' cost per call (while bpf_stats are on).
 fn through_switch(
     bottleneck: &Bottleneck,
     egress: Egress,
+    capture: bool,
     secs: f64,
     profile: bool,
     stop: &Arc<AtomicBool>,
@@ -92,6 +102,11 @@ fn through_switch(
         _ => None,
     };
     let ids = progs_since(before, "");
+    // Written to a folder of its own and gone with it: only its cost counts.
+    let pcap_dir = std::env::temp_dir().join(format!("lab-bench-pcap-{}", std::process::id()));
+    let capture = capture
+        .then(|| crate::capture::Capture::open(&star, crate::capture::Points::Bottleneck, CAPTURE_LIMIT, &pcap_dir))
+        .transpose()?;
     let s0 = prog_stats(&ids);
     let flows: Vec<FlowSpec> = (0..2)
         .map(|sender| FlowSpec::long(sender, "cubic"))
@@ -123,6 +138,8 @@ fn through_switch(
         }
         None => None,
     };
+    drop(capture);
+    let _ = std::fs::remove_dir_all(&pcap_dir);
     drop(switch);
     drop(floor);
     // Goodput after the first half second (slow start).
@@ -154,27 +171,32 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchRep
         buffer_pkts: 425,
         backend: Backend::Droptail,
     };
+    let mut captured = Vec::new();
     for round in 1..=cfg.rounds {
-        let mut pair = [0.0; 2];
-        for (i, egress) in [Egress::Nothing, Egress::Switch { sample: 1 }]
-            .into_iter()
-            .enumerate()
-        {
-            let (gbps, _, _) = through_switch(&top, egress, cfg.switch_secs, false, stop)?;
-            let with = egress != Egress::Nothing;
-            eprintln!(
-                "  round {round}/{}: bottleneck {} the marker: {gbps:.2} Gbit/s",
-                cfg.rounds,
-                if with { "with" } else { "without" }
-            );
-            report.runs.push((with, round, gbps));
-            pair[i] = gbps;
+        let mut trio = [0.0; 3];
+        let runs = [
+            (Egress::Nothing, false, "without the marker"),
+            (Egress::Switch { sample: 1 }, false, "with the marker"),
+            (Egress::Switch { sample: 1 }, true, "with the marker and a capture"),
+        ];
+        for (i, (egress, capture, what)) in runs.into_iter().enumerate() {
+            let (gbps, _, _) = through_switch(&top, egress, capture, cfg.switch_secs, false, stop)?;
+            eprintln!("  round {round}/{}: bottleneck {what}: {gbps:.2} Gbit/s", cfg.rounds);
+            if !capture {
+                report.runs.push((egress != Egress::Nothing, round, gbps));
+            }
+            trio[i] = gbps;
         }
-        ratios.push(pair[1] / pair[0]);
+        ratios.push(trio[1] / trio[0]);
+        captured.push(trio[2] / trio[1]);
     }
     report.ratio = Some(ratio(
         "bottleneck goodput, with / without the marker".into(),
         &mut ratios,
+    ));
+    report.capture_ratio = Some(ratio(
+        "bottleneck goodput, marker with / without --pcap".into(),
+        &mut captured,
     ));
     // Per packet, as labs run it (bpf-step K = 20 at 1 Gbit/s), against
     // the floor, alternating every round: the marker with its probe taking
@@ -188,25 +210,18 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchRep
         ..step.clone()
     };
     let setups = [
-        (Egress::Floor(tc_qdisc::Floor::Empty), &step, EGRESS_FLOOR),
-        (
-            Egress::Floor(tc_qdisc::Floor::QueueRead),
-            &step,
-            EGRESS_QUEUE_READ,
-        ),
-        (Egress::Switch { sample: 0 }, &step, EGRESS_MARKER),
-        (
-            Egress::Switch { sample: 16 },
-            &step,
-            "marker + probe, 1 arrival in 16",
-        ),
-        (Egress::Switch { sample: 1 }, &step, EGRESS_PROBE),
-        (Egress::Switch { sample: 0 }, &dualpi2, EGRESS_DUALPI2),
+        (Egress::Floor(tc_qdisc::Floor::Empty), false, &step, EGRESS_FLOOR),
+        (Egress::Floor(tc_qdisc::Floor::QueueRead), false, &step, EGRESS_QUEUE_READ),
+        (Egress::Switch { sample: 0 }, false, &step, EGRESS_MARKER),
+        (Egress::Switch { sample: 16 }, false, &step, "marker + probe, 1 arrival in 16"),
+        (Egress::Switch { sample: 1 }, false, &step, EGRESS_PROBE),
+        (Egress::Switch { sample: 0 }, false, &dualpi2, EGRESS_DUALPI2),
+        (Egress::Switch { sample: 0 }, true, &step, EGRESS_MARKER_CAPTURE),
     ];
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); setups.len()];
     for round in 1..=cfg.rounds {
-        for (i, (egress, bottleneck, what)) in setups.iter().enumerate() {
-            let (_, cost, _) = through_switch(bottleneck, *egress, cfg.switch_secs, false, stop)?;
+        for (i, (egress, capture, bottleneck, what)) in setups.iter().enumerate() {
+            let (_, cost, _) = through_switch(bottleneck, *egress, *capture, cfg.switch_secs, false, stop)?;
             let on_egress = cost
                 .iter()
                 .find(|p| EGRESS_PROGRAMS.iter().any(|e| p.program.starts_with(e)))
@@ -224,7 +239,7 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchRep
             }
         }
     }
-    for ((_, _, what), v) in setups.iter().zip(&mut ns) {
+    for ((_, _, _, what), v) in setups.iter().zip(&mut ns) {
         report.egress.push(ratio(what.to_string(), v));
     }
     drop(_stats);
@@ -233,9 +248,9 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchRep
     if cfg.perf {
         let mut ns: Vec<Vec<f64>> = vec![Vec::new(); setups.len()];
         for round in 1..=cfg.rounds {
-            for (i, (egress, bottleneck, what)) in setups.iter().enumerate() {
+            for (i, (egress, capture, bottleneck, what)) in setups.iter().enumerate() {
                 let (_, _, perf_ns) =
-                    through_switch(bottleneck, *egress, cfg.switch_secs, true, stop)?;
+                    through_switch(bottleneck, *egress, *capture, cfg.switch_secs, true, stop)?;
                 let v = perf_ns.context("perf measured nothing")?;
                 eprintln!(
                     "  round {round}/{}: {what}: {v:.1} ns per packet (perf)",
@@ -244,7 +259,7 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchRep
                 ns[i].push(v);
             }
         }
-        for ((_, _, what), v) in setups.iter().zip(&mut ns) {
+        for ((_, _, _, what), v) in setups.iter().zip(&mut ns) {
             report.sampled.push(ratio(what.to_string(), v));
         }
     }
@@ -254,8 +269,9 @@ pub(super) fn run(cfg: &BenchConfig, stop: &Arc<AtomicBool>) -> Result<SwitchRep
     // queue-reading floor would say nothing there.)
     let markers: Vec<(u32, &Bottleneck, &str)> = setups
         .iter()
-        .filter_map(|&(egress, bottleneck, what)| match egress {
-            Egress::Switch { sample } => Some((sample, bottleneck, what)),
+        .filter_map(|&(egress, capture, bottleneck, what)| match egress {
+            // A test run passes no interface: a capture changes nothing.
+            Egress::Switch { sample } if !capture => Some((sample, bottleneck, what)),
             _ => None,
         })
         .collect();

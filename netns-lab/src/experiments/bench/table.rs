@@ -170,7 +170,8 @@ pub fn table(r: &BenchReport) -> String {
         .algorithms
         .ratios
         .iter()
-        .chain(r.switch.iter().filter_map(|w| w.ratio.as_ref()));
+        .chain(r.switch.iter().filter_map(|w| w.ratio.as_ref()))
+        .chain(r.switch.iter().filter_map(|w| w.capture_ratio.as_ref()));
     for x in ratios {
         let _ = writeln!(
             s,
