@@ -7,8 +7,8 @@
 //! (a flow's first, or the first after the previous round trip ended) and
 //! ends when an ACK covers that segment; it carries the bytes sent during
 //! it and their rate. A flow's RTT samples are tshark's `ack_rtt`: each ACK
-//! that newly covers data (or a SYN or FIN), from the newest segment it
-//! covers being sent.
+//! that ends exactly where a segment sent (a SYN or FIN too, a
+//! retransmission too) ended, from that segment being sent.
 //! A retransmission is a segment that does not advance the sequence (what
 //! tshark labels retransmission, fast or spurious retransmission, or out of
 //! order: one segment, four of its guesses at why); a duplicate ACK is a
@@ -28,6 +28,9 @@ const SYN: u8 = 0x02;
 const RST: u8 = 0x04;
 const ACK: u8 = 0x10;
 const CE: u8 = 3;
+/// Segments tshark's analysis keeps unacknowledged per direction
+/// (TCP_MAX_UNACKED_SEGMENTS in its packet-tcp.c).
+const MAX_UNACKED: usize = 10_000;
 
 /// One TCP segment's headers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,8 +134,9 @@ struct Half {
     next_seq: Option<u32>,
     last_ack: Option<u32>,
     last_window: Option<u16>,
-    /// First transmissions not yet covered: (end sequence, sent at).
-    unacked: VecDeque<(u32, u64)>,
+    /// Segments sent and not yet covered, oldest first: (start, end, sent
+    /// at), as tshark keeps them.
+    unacked: VecDeque<(u32, u32, u64)>,
     rtts_ns: Vec<u64>,
     /// The round trip under way: (started at, its first segment's end,
     /// bytes sent since).
@@ -156,19 +160,20 @@ impl Half {
             && s.flags & (SYN | FIN | RST) == 0
             && self.next_seq == Some(s.seq.wrapping_add(1));
         if seglen > 0 && s.flags & RST == 0 {
+            let end = s.seq.wrapping_add(seglen);
             match self.next_seq {
                 Some(next) if seq_lt(s.seq, next) => {
                     if !keepalive {
                         self.retransmissions += 1;
                     }
                 }
-                _ => {
-                    // A SYN or FIN is covered by an ACK as data is (tshark
-                    // takes its RTT too).
-                    let end = s.seq.wrapping_add(seglen);
-                    self.unacked.push_back((end, s.ts_ns));
-                    self.next_seq = Some(end);
-                }
+                _ => self.next_seq = Some(end),
+            }
+            // Every segment, a retransmission too (its ACK times it when
+            // the original never passed here: dropped upstream), a SYN or
+            // FIN as data; tshark tracks at most 10,000 at once.
+            if self.unacked.len() < MAX_UNACKED {
+                self.unacked.push_back((s.seq, end, s.ts_ns));
             }
         } else if self.next_seq.is_none() {
             self.next_seq = Some(s.seq);
@@ -186,15 +191,22 @@ impl Half {
 
     /// An ACK the other half sent for this half's data.
     fn acked(&mut self, ack: u32, ts_ns: u64) {
-        let mut newest = None;
-        while let Some(&(end, sent)) = self.unacked.front() {
-            if !seq_le(end, ack) {
-                break;
+        // A sample only from a segment that ends exactly at the ACK (the
+        // oldest such, where a retransmission repeats one); a segment the
+        // ACK ends inside now starts there; those it passed are done.
+        let mut timed = None;
+        self.unacked.retain_mut(|(start, end, sent)| {
+            if *end == ack {
+                timed.get_or_insert(*sent);
+                false
+            } else if seq_lt(*start, ack) && seq_lt(ack, *end) {
+                *start = ack;
+                true
+            } else {
+                seq_lt(ack, *end)
             }
-            newest = Some(sent);
-            self.unacked.pop_front();
-        }
-        if let Some(sent) = newest {
+        });
+        if let Some(sent) = timed {
             self.rtts_ns.push(ts_ns.saturating_sub(sent));
         }
         if let Some((start, marker, bytes)) = self.round {
@@ -373,7 +385,7 @@ impl Analysis {
     /// `only`, if given) as the seed's Figure 4 lists them.
     pub fn render(&self, rounds: usize, only: Option<usize>) -> String {
         let mut s = format!(
-            "Flows at {} (RTT: tshark's ack_rtt, from the newest segment an ACK covers)\n\n\
+            "Flows at {} (RTT: tshark's ack_rtt, from a segment to the ACK that ends where it ends)\n\n\
              | flow | from | to | data packets | MB | RTT p50 ms | RTT p99 ms | RTT samples | \
              retransmissions | CE share | dup ACKs | round trips |\n\
              | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
