@@ -158,6 +158,14 @@ fn captures_hold_what_the_lab_counted_and_rtts_agrees_with_tshark() {
     assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
     let index = std::fs::read_to_string(out.join("pcap/captures.md")).unwrap();
     eprintln!("{index}");
+    // The summary ends with the captures and each bottleneck's flows.
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let packets = summary
+        .split("## Packets (`lab --pcap`)")
+        .nth(1)
+        .expect("no captures in summary.md");
+    assert_eq!(packets.matches("| bottleneck |").count(), 2, "{packets}");
+    assert_eq!(packets.matches("| RTT p50 ms |").count(), 2, "{packets}");
 
     let mut sender_p50 = HashMap::new();
     for (run, outcome_of) in [

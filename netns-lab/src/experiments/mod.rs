@@ -299,6 +299,7 @@ pub fn launch<A: ExperimentArgs>(
     )?;
     crate::capture::set_results_dir(&dir.path);
     cfg.execute(&dir, stop)?;
+    crate::capture::append_to_summary(&dir.path)?;
     println!("results: {}", dir.path.display());
     println!("summary: {}", dir.file("summary.md").display());
     Ok(())
