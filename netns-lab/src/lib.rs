@@ -5,6 +5,8 @@
 //!   plots, summary), and `bench`;
 //! - `measure`: one run of a scenario and what is measured in it;
 //! - `traffic`: what the lab sends;
+//! - `capture`: its packets as pcapng (`lab --pcap`), read per round trip
+//!   (`lab rtts`);
 //! - `net`: the namespaces, links, delay element and faults it sends over;
 //! - `report`: results folders, plots, shared tables; with `units`, `rng`
 //!   and `stats` below everything.
