@@ -8,7 +8,7 @@ mod common;
 
 use common::{
     assert_csv, assert_near, assert_plots, assert_refused, busy_floor, json, lab, namespaces_with,
-    require_root, row_numbers, serial, stderr, tmpdir,
+    require_root, row_numbers, serial, stderr, steal_capped, tmpdir,
 };
 
 fn f(r: &Value, key: &str) -> f64 {
@@ -34,6 +34,10 @@ fn f(r: &Value, key: &str) -> f64 {
 fn dual_aqm_lets_k_set_the_share_and_a_single_marker_starves_reno() {
     require_root();
     let _serial = serial();
+    steal_capped(dual_aqm_lets_k_set_the_share_and_a_single_marker_starves_reno_once);
+}
+
+fn dual_aqm_lets_k_set_the_share_and_a_single_marker_starves_reno_once() {
     let before = namespaces_with("dl");
     let out = tmpdir("coexist");
     let o = lab(&["coexist", "--quick", "--out", out.to_str().unwrap()]);

@@ -8,7 +8,7 @@
 mod common;
 
 use common::faults::*;
-use common::{assert_refused, outcome, quick_queue as queue, require_root, serial};
+use common::{assert_refused, outcome, quick_queue as queue, require_root, serial, steal_capped};
 
 const RATE_BPS: f64 = 100e6;
 
@@ -27,6 +27,10 @@ const RATE_BPS: f64 = 100e6;
 fn random_loss_halves_once_per_recovery_and_keeps_pace_with_cubic() {
     require_root();
     let _serial = serial();
+    steal_capped(random_loss_halves_once_per_recovery_and_keeps_pace_with_cubic_once);
+}
+
+fn random_loss_halves_once_per_recovery_and_keeps_pace_with_cubic_once() {
     for p in ["0.001", "0.01"] {
         let dir = queue("loss", "bpf_dctcp:bpf-step,cubic:bpf-step", &["--loss", p]);
         let p: f64 = p.parse().unwrap();
@@ -50,6 +54,10 @@ fn random_loss_halves_once_per_recovery_and_keeps_pace_with_cubic() {
 fn bleached_ce_never_reaches_the_sender_and_the_buffer_takes_over() {
     require_root();
     let _serial = serial();
+    steal_capped(bleached_ce_never_reaches_the_sender_and_the_buffer_takes_over_once);
+}
+
+fn bleached_ce_never_reaches_the_sender_and_the_buffer_takes_over_once() {
     let dir = queue(
         "bleach",
         "bpf_dctcp:bpf-step",
@@ -102,6 +110,10 @@ fn bleached_ce_never_reaches_the_sender_and_the_buffer_takes_over() {
 fn stripped_ecn_negotiation_falls_back_and_counts_it() {
     require_root();
     let _serial = serial();
+    steal_capped(stripped_ecn_negotiation_falls_back_and_counts_it_once);
+}
+
+fn stripped_ecn_negotiation_falls_back_and_counts_it_once() {
     let dir = queue(
         "syn",
         "bpf_dctcp:bpf-step,cubic:bpf-step",
@@ -154,6 +166,10 @@ fn stripped_ecn_negotiation_falls_back_and_counts_it() {
 fn ack_loss_stalls_nothing_and_keeps_the_ce_echo() {
     require_root();
     let _serial = serial();
+    steal_capped(ack_loss_stalls_nothing_and_keeps_the_ce_echo_once);
+}
+
+fn ack_loss_stalls_nothing_and_keeps_the_ce_echo_once() {
     let dir = queue("ackloss", "bpf_dctcp:bpf-step", &["--ack-loss", "0.1"]);
     let o = outcome(&dir, "100M-bpf_dctcp-bpf-step");
     judge_ack_loss(&o, RATE_BPS);
@@ -180,6 +196,10 @@ fn stalls_are_runs_under_a_tenth_of_the_median() {
 fn reordering_costs_bpf_dctcp_no_more_spurious_retransmits_than_cubic() {
     require_root();
     let _serial = serial();
+    steal_capped(reordering_costs_bpf_dctcp_no_more_spurious_retransmits_than_cubic_once);
+}
+
+fn reordering_costs_bpf_dctcp_no_more_spurious_retransmits_than_cubic_once() {
     let dir = queue(
         "reorder",
         "bpf_dctcp:bpf-step,cubic:bpf-step",

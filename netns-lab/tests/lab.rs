@@ -12,10 +12,9 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    judged_twice, judged_twice_to,
-    assert_near, assert_refused, busy_floor, json, lab, namespaces_with, outcome, processes,
-    quick_queue, ratio_band, require_root, row_numbers, run_quick_queue, serial, stderr, tmpdir,
-    wait_until_gone,
+    assert_near, assert_refused, busy_floor, json, judged_twice, judged_twice_to, lab,
+    namespaces_with, outcome, processes, quick_queue, ratio_band, require_root, row_numbers,
+    run_quick_queue, serial, stderr, steal_capped, steal_capped_to, tmpdir, wait_until_gone,
 };
 
 /// Starts lab in the background, stderr captured.
@@ -43,6 +42,10 @@ fn assert_drop_free(r: &Value) {
 fn quick_queue_experiment_reproduces_the_shape_of_fig1() {
     require_root();
     let _serial = serial();
+    steal_capped(quick_queue_experiment_reproduces_the_shape_of_fig1_once);
+}
+
+fn quick_queue_experiment_reproduces_the_shape_of_fig1_once() {
     let out = quick_queue("queue", "bpf_dctcp:bpf-step,cubic:droptail", &[]);
     for f in [
         "config.json",
@@ -486,6 +489,10 @@ fn ctrl_c_leaves_nothing_in_any_experiment() {
 fn two_labs_at_once_do_not_interfere() {
     require_root();
     let _serial = serial();
+    steal_capped(two_labs_at_once_do_not_interfere_once);
+}
+
+fn two_labs_at_once_do_not_interfere_once() {
     let (a, b) = (tmpdir("twin-a"), tmpdir("twin-b"));
     let htb_before = htb_hysteresis();
     let spawn = |dir: &Path| {
@@ -608,6 +615,10 @@ fn a_lab_runs_where_bpffs_is_not_mounted_yet() {
 fn quick_xdctcp_and_variants_labs_write_their_results() {
     require_root();
     let _serial = serial();
+    steal_capped(quick_xdctcp_and_variants_labs_write_their_results_once);
+}
+
+fn quick_xdctcp_and_variants_labs_write_their_results_once() {
     let before = namespaces_with("dl");
 
     let out = tmpdir("xdctcp");
@@ -1454,4 +1465,54 @@ fn a_judgement_is_repeated_once_and_a_second_failure_stands() {
     }));
     assert!(twice.is_err());
     assert_eq!(calls.get(), 2);
+}
+
+/// `steal_capped` repeats a run only when the hypervisor took more of its
+/// CPU than the cap, and only once; a bound under the cap gives way to
+/// steal, over it judges nothing.
+#[test]
+fn only_a_run_over_the_steal_cap_is_repeated_and_only_once() {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let calls = std::cell::Cell::new(0);
+    let message = |r: std::thread::Result<()>| {
+        let e = r.unwrap_err();
+        e.downcast_ref::<String>()
+            .cloned()
+            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default()
+    };
+    // Over the cap once: repeated, judged on the second run, and said.
+    let mut said = Vec::new();
+    steal_capped_to(&mut said, || {
+        calls.set(calls.get() + 1);
+        let steal = if calls.get() == 1 { 0.3 } else { 0.05 };
+        assert!(busy_floor(0.8, steal) > 0.7);
+    });
+    assert_eq!(calls.get(), 2);
+    let said = String::from_utf8(said).unwrap();
+    assert!(said.starts_with("RETRY only_a_run_over_the_steal_cap_is_repeated_and_only_once: STEAL"), "{said}");
+    // Over it twice: fails naming the steal.
+    calls.set(0);
+    let twice = catch_unwind(AssertUnwindSafe(|| {
+        steal_capped_to(&mut Vec::new(), || {
+            calls.set(calls.get() + 1);
+            ratio_band(0.9, 1.1, 0.02, 0.4);
+        })
+    }));
+    assert_eq!(calls.get(), 2);
+    let m = message(twice);
+    assert!(m.starts_with("STEAL") && m.contains("40.0 %") && m.contains("25 % cap"), "{m}");
+    // Any other failure stands at once.
+    calls.set(0);
+    let broken = catch_unwind(AssertUnwindSafe(|| {
+        steal_capped_to(&mut Vec::new(), || {
+            calls.set(calls.get() + 1);
+            panic!("a broken finding");
+        })
+    }));
+    assert_eq!(calls.get(), 1);
+    assert_eq!(message(broken), "a broken finding");
+    // Up to the cap the bound gives way by the steal, no further.
+    assert!((busy_floor(0.8, 0.25) - 0.6).abs() < 1e-12);
+    assert_eq!(ratio_band(0.9, 1.1, 0.0, 0.0), 0.9..=1.1);
 }

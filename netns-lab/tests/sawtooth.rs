@@ -9,7 +9,7 @@ mod common;
 
 use common::{
     assert_csv, assert_plots, assert_refused, busy_floor, json, lab, lab_cpu, namespaces_with,
-    require_root, serial, stderr, tmpdir,
+    require_root, serial, stderr, steal_capped, tmpdir,
 };
 
 /// Bounds from 10 quick runs on this kernel, on one CPU (`--cpus`, as the
@@ -19,6 +19,10 @@ use common::{
 fn sawtooth_peaks_near_k_plus_n_with_unsynchronized_flows() {
     require_root();
     let _serial = serial();
+    steal_capped(sawtooth_peaks_near_k_plus_n_with_unsynchronized_flows_once);
+}
+
+fn sawtooth_peaks_near_k_plus_n_with_unsynchronized_flows_once() {
     let before = namespaces_with("dl");
     let out = tmpdir("sawtooth");
     let cpu = lab_cpu();

@@ -24,7 +24,7 @@ const TCP_CA_CWR: u8 = 2;
 
 mod common;
 
-use common::{busy_floor, require_root, serial};
+use common::{busy_floor, require_root, serial, steal_capped};
 
 fn assignments(list: &[&str]) -> Vec<loader::params::Assignment> {
     list.iter().map(|a| a.parse().unwrap()).collect()
@@ -233,6 +233,10 @@ fn kdctcp_switches_change_alpha_and_cwr_as_seed_002_describes() {
 fn the_guard_repairs_an_injected_ssthresh_and_the_flows_go_on() {
     require_root();
     let _serial = serial();
+    steal_capped(the_guard_repairs_an_injected_ssthresh_and_the_flows_go_on_once);
+}
+
+fn the_guard_repairs_an_injected_ssthresh_and_the_flows_go_on_once() {
     let cc = LabCc::attach(Algo::Dctcp, assignments(&["inject_ssthresh=3"])).unwrap();
     // Halfway, injection off: `loader set` reaches it like any tunable.
     let (run, _) = traced_run(&cc, 3, Duration::from_millis(1500), &["inject_ssthresh=0"]);
