@@ -45,16 +45,25 @@ pub fn judged_twice(judge: impl Fn()) {
 
 /// `judged_twice`, its `RETRY` line written to `to`.
 pub fn judged_twice_to(to: &mut impl std::io::Write, judge: impl Fn()) {
+    repeated_once_if(to, judge, |_| true)
+}
+
+/// Runs `judge`, and once more if it failed with a message `again` takes,
+/// saying `RETRY <test>: <its first line>` on `to`; any other failure
+/// stands at once, and so does the second run's.
+fn repeated_once_if(to: &mut impl std::io::Write, judge: impl Fn(), again: impl Fn(&str) -> bool) {
     let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&judge));
     let Err(why) = first else { return };
-    let why = why
+    let msg = why
         .downcast_ref::<String>()
         .cloned()
         .or_else(|| why.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default();
+    if !again(&msg) {
+        std::panic::resume_unwind(why);
+    }
     let name = std::thread::current().name().unwrap_or("?").to_string();
-    let first_line = why.lines().next().unwrap_or("");
-    let _ = writeln!(to, "RETRY {name}: {first_line}");
+    let _ = writeln!(to, "RETRY {name}: {}", msg.lines().next().unwrap_or(""));
     judge();
 }
 
@@ -128,19 +137,7 @@ pub fn steal_capped(judge: impl Fn()) {
 
 /// `steal_capped`, its `RETRY` line written to `to`.
 pub fn steal_capped_to(to: &mut impl std::io::Write, judge: impl Fn()) {
-    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&judge));
-    let Err(why) = first else { return };
-    let msg = why
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| why.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default();
-    if !msg.starts_with("STEAL") {
-        std::panic::resume_unwind(why);
-    }
-    let name = std::thread::current().name().unwrap_or("?").to_string();
-    let _ = writeln!(to, "RETRY {name}: {}", msg.lines().next().unwrap_or(""));
-    judge();
+    repeated_once_if(to, judge, |msg| msg.starts_with("STEAL"))
 }
 
 /// A band `lo..=hi` on the ratio of two runs' goodput, `a / b`, made
