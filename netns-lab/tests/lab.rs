@@ -12,8 +12,8 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_near, assert_refused, busy_floor, json, judged_twice, judged_twice_to, lab,
-    namespaces_with, outcome, processes, quick_queue, ratio_band, require_root, row_numbers,
+    assert_near, assert_refused, assert_results, busy_floor, json, judged_twice, judged_twice_to,
+    lab, namespaces_with, outcome, processes, quick_queue, ratio_band, require_root, row_numbers,
     run_quick_queue, serial, stderr, steal_capped, steal_capped_to, tmpdir, wait_until_gone,
 };
 
@@ -47,22 +47,13 @@ fn quick_queue_experiment_reproduces_the_shape_of_fig1() {
 
 fn quick_queue_experiment_reproduces_the_shape_of_fig1_once() {
     let out = quick_queue("queue", "bpf_dctcp:bpf-step,cubic:droptail", &[]);
-    for f in [
-        "config.json",
-        "summary.md",
-        "queue_100M.png",
-        "queue_cdf_100M.png",
-    ] {
-        assert!(out.join(f).exists(), "missing {f}");
-    }
+    assert_results(&out, &["config.json", "summary.md", "queue_100M.png", "queue_cdf_100M.png"]);
     let dctcp = outcome(&out, "100M-bpf_dctcp-bpf-step");
     let cubic = outcome(&out, "100M-cubic-droptail");
-    for f in ["queue.csv.gz", "throughput.csv", "throughput.png"] {
-        assert!(
-            out.join("100M-bpf_dctcp-bpf-step").join(f).exists(),
-            "missing {f}"
-        );
-    }
+    assert_results(
+        &out.join("100M-bpf_dctcp-bpf-step"),
+        &["queue.csv.gz", "throughput.csv", "throughput.png"],
+    );
     // On the test's own CPU (`serial`) the kernel issue of the README
     // ("Known issue") does not strike: the guard repaired nothing in 10
     // pinned `lab queue` runs and 40 of the other experiments
@@ -239,9 +230,7 @@ fn traced_dctcp_flows_match_the_receivers_marks() {
     let _serial = serial();
     let out = quick_queue("trace", "bpf_dctcp:bpf-step", &[]);
     let run = out.join("100M-bpf_dctcp-bpf-step");
-    for f in ["cc_trace.csv.gz", "sawtooth.png"] {
-        assert!(run.join(f).exists(), "missing {f}");
-    }
+    assert_results(&run, &["cc_trace.csv.gz", "sawtooth.png"]);
     let dctcp = outcome(&out, "100M-bpf_dctcp-bpf-step");
     let tc = &dctcp["trace_check"];
     let c = &tc["counts"];
@@ -700,13 +689,7 @@ fn quick_xdctcp_and_variants_labs_write_their_results_once() {
         assert!(r["fct"]["fct_us"]["min"].as_f64().unwrap() > 800.0, "{r}");
         assert!(r["long_mbps"].as_f64().unwrap() > 50.0, "{r}");
     }
-    for f in [
-        "fct_cdf.png",
-        "r1-dctcp/short_flows.csv",
-        "r1-xdctcp/outcome.json",
-    ] {
-        assert!(out.join(f).exists(), "missing {f}");
-    }
+    assert_results(&out, &["fct_cdf.png", "r1-dctcp/short_flows.csv", "r1-xdctcp/outcome.json"]);
     let csv = std::fs::read_to_string(out.join("r1-xdctcp/short_flows.csv")).unwrap();
     assert_eq!(
         csv.lines().count() as u64 - 1,
@@ -804,15 +787,16 @@ fn quick_xdctcp_and_variants_labs_write_their_results_once() {
             assert!(r["alpha_late"].as_f64().unwrap() > 0.02, "{r}");
         }
     }
-    for f in [
-        "cwnd.png",
-        "alpha.png",
-        "queue_cdf.png",
-        "summary.md",
-        "r1-all_four/cc_trace.csv.gz",
-    ] {
-        assert!(out.join(f).exists(), "missing {f}");
-    }
+    assert_results(
+        &out,
+        &[
+            "cwnd.png",
+            "alpha.png",
+            "queue_cdf.png",
+            "summary.md",
+            "r1-all_four/cc_trace.csv.gz",
+        ],
+    );
     std::fs::remove_dir_all(&out).unwrap();
     assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
 }
@@ -1107,9 +1091,7 @@ fn incast_runs_every_point_and_256_workers_come_and_go() {
         drops(d),
         drops(c)
     );
-    for f in ["qct.png", "timeouts.png", "runs.csv"] {
-        assert!(out.join(f).exists(), "missing {f}");
-    }
+    assert_results(&out, &["qct.png", "timeouts.png", "runs.csv"]);
     std::fs::remove_dir_all(&out).unwrap();
 
     let out = tmpdir("incast256");

@@ -246,17 +246,57 @@ pub fn assert_plots(dir: &std::path::Path, names: &[&str]) {
     }
 }
 
+/// Each of `names` in `dir` holds what its kind must: a plot drawn (PNG,
+/// over 10 kB), a CSV (gzipped or not) with rows of its header's width, a
+/// JSON document with something in it, a markdown summary with a heading
+/// and a table. Not only that the file exists.
+pub fn assert_results(dir: &std::path::Path, names: &[&str]) {
+    for name in names {
+        let path = dir.join(name);
+        if name.ends_with(".png") {
+            assert_plots(dir, &[name]);
+        } else if name.ends_with(".csv") {
+            assert_csv(dir, &[name]);
+        } else if name.ends_with(".csv.gz") {
+            use std::io::Read;
+            let mut text = String::new();
+            flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+                .read_to_string(&mut text)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            csv_rows_whole(name, &text);
+        } else if name.ends_with(".json") {
+            let v = json(&path);
+            let empty = v.as_object().is_some_and(|o| o.is_empty())
+                || v.as_array().is_some_and(|a| a.is_empty())
+                || v.is_null();
+            assert!(!empty, "{name}: {v}");
+        } else if name.ends_with(".md") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                text.lines().any(|l| l.starts_with('#')) && text.lines().any(|l| l.starts_with("| ")),
+                "{name}: no heading or table\n{text}"
+            );
+        } else {
+            panic!("{name}: no check for this kind of file");
+        }
+    }
+}
+
+/// CSV text with rows, every row as many fields as its header.
+fn csv_rows_whole(name: &str, text: &str) {
+    let header = text.lines().next().unwrap_or_default().split(',').count();
+    assert!(text.lines().count() > 1, "{name}: no rows");
+    assert!(
+        text.lines().skip(1).all(|l| l.split(',').count() == header),
+        "{name}: rows of another width than the header's"
+    );
+}
+
 /// Each of `names` in `dir` is a CSV with rows, every row as many fields
 /// as its header.
 pub fn assert_csv(dir: &std::path::Path, names: &[&str]) {
     for name in names {
-        let text = std::fs::read_to_string(dir.join(name)).unwrap();
-        let header = text.lines().next().unwrap_or_default().split(',').count();
-        assert!(text.lines().count() > 1, "{name}: no rows");
-        assert!(
-            text.lines().skip(1).all(|l| l.split(',').count() == header),
-            "{name}: {text}"
-        );
+        csv_rows_whole(name, &std::fs::read_to_string(dir.join(name)).unwrap());
     }
 }
 
