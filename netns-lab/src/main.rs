@@ -105,6 +105,13 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
     }
     netns_lab::net::ecn::select(cli.ecn)
         .map_err(|e| dctcp_utils::error::UsageError(format!("{e:#}")))?;
+    if cli.pcap.is_some() && !matches!(cli.command, Command::Experiment(_)) {
+        return Err(dctcp_utils::error::UsageError(
+            "--pcap captures an experiment's runs (`lab --pcap queue ...`); `lab bench` measures a capture of its own"
+                .into(),
+        )
+        .into());
+    }
     netns_lab::capture::select(cli.pcap.map(|points| netns_lab::capture::Plan {
         points,
         limit_bytes: cli.pcap_limit,

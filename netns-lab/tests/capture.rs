@@ -334,6 +334,11 @@ fn bad_captures_and_bounds_exit_2_and_write_nothing() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("keeps nothing"), "{}", stderr(&o));
     assert!(!out.exists());
+    // Only an experiment's runs are captured.
+    let o = lab(&["--pcap", "bench", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("captures an experiment's runs"), "{}", stderr(&o));
+    assert!(!out.exists());
     // A valid capture, cut short; an empty file; text; a missing file.
     let empty = dir.join("empty.pcapng");
     std::fs::write(&empty, b"").unwrap();

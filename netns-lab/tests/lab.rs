@@ -974,7 +974,14 @@ fn bench_measures_every_section_and_leaves_nothing() {
     assert!(d > f, "isolated: floor {f}, bpf-dualpi2 {d}");
     assert!(median("egress", "bpf-dualpi2, no probe") > 0.0);
     assert!(table.contains("bpf-dualpi2, ns per packet (isolated)"), "{table}");
-    assert_eq!(r["switch"]["egress"].as_array().unwrap().len(), 6);
+    assert_eq!(r["switch"]["egress"].as_array().unwrap().len(), 7);
+    // `lab --pcap`'s capture beside the marker: measured per packet, and
+    // its copies take the lab's one CPU from the path at the top rate
+    // (2026-12-05: 0.518-0.634 of the marker's goodput over 5 rounds); a
+    // capture that took nothing would leave it near 1.
+    assert!(median("egress", "marker, no probe, with --pcap") > 0.0);
+    let captured = r["switch"]["capture_ratio"]["median"].as_f64().unwrap();
+    assert!(captured < 0.9, "goodput with a capture over without: {captured}");
     // perf's samples, in situ: the probe taking every arrival costs more
     // than the empty program (2026-11-25: 240 against 64 ns per packet).
     let (f, p) = (median("sampled", floor), median("sampled", probe));
@@ -1018,6 +1025,10 @@ fn bench_measures_every_section_and_leaves_nothing() {
 fn incast_runs_every_point_and_256_workers_come_and_go() {
     require_root();
     let _serial = serial();
+    judged_twice(incast_runs_every_point_and_256_workers_come_and_go_once);
+}
+
+fn incast_runs_every_point_and_256_workers_come_and_go_once() {
     let before = namespaces_with("dl");
     let o = lab(&["incast", "--rounds", "1"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
@@ -1070,7 +1081,10 @@ fn incast_runs_every_point_and_256_workers_come_and_go() {
     }
     // The finding at the largest count (16 in --quick): DCTCP keeps the
     // queue short, so it loses far less than cubic. Six quick runs
-    // (2026-11-25): drops 0-248 against 844-1332 (ratio at most 0.20).
+    // (2026-11-25): drops 0-248 against 844-1332 (ratio at most 0.20);
+    // 13 pinned runs (2026-12-05): 0-124 against 349-778 (at most 0.24).
+    // A fresh clone's suite that day read 125 against 194 (0.64) once:
+    // judged twice, as the other comparisons on real traffic.
     // Rounds slower than ideal + RTO_min read 0-5 % for bpf_dctcp against
     // 21-37 % for cubic there, but a seventh (a fresh clone's suite,
     // 2026-11-26) had cubic lose 1,183 packets with 1 slow round of 19
