@@ -554,16 +554,75 @@ mod tests {
         let frames = vec![
             (ms(0.0), frame(A, B, 1, 1, ACK, 1000, 0, 500)),
             (ms(1.0), frame(B, A, 1, 1001, ACK, 0, 0, 300)),
-            // A keep-alive: one byte below the next sequence, no data.
+            // Keep-alives one byte below the next sequence, without data
+            // and with one byte (Linux sends either).
             (ms(2.0), frame(A, B, 1000, 1, ACK, 0, 0, 500)),
+            (ms(2.5), frame(A, B, 1000, 1, ACK, 1, 0, 500)),
             // The same ack, a new window: a window update.
             (ms(3.0), frame(B, A, 1, 1001, ACK, 0, 0, 400)),
             // A zero window is never a duplicate ACK.
             (ms(4.0), frame(B, A, 1, 1001, ACK, 0, 0, 0)),
             (ms(5.0), frame(B, A, 1, 1001, ACK, 0, 0, 0)),
+            // Back to 400, then the receiver's FIN with the same ack and
+            // window: a FIN is no duplicate ACK.
+            (ms(6.0), frame(B, A, 1, 1001, ACK, 0, 0, 400)),
+            (ms(7.0), frame(B, A, 1, 1001, ACK | FIN, 0, 0, 400)),
         ];
         let r = analyse(&capture(frames), 0).unwrap();
         assert_eq!((r.flows[0].retransmissions, r.flows[0].dup_acks), (0, 0));
+        // What only looks like one is a retransmission: a segment from one
+        // byte below that carries more than a byte, one from further back,
+        // a FIN sent again.
+        let frames = vec![
+            (ms(0.0), frame(A, B, 1, 1, ACK, 1000, 0, 500)),
+            (ms(1.0), frame(A, B, 1000, 1, ACK, 500, 0, 500)),
+            (ms(1.5), frame(A, B, 900, 1, ACK, 100, 0, 500)),
+            (ms(2.0), frame(A, B, 1001, 1, ACK | FIN, 0, 0, 500)),
+            (ms(3.0), frame(A, B, 1001, 1, ACK | FIN, 0, 0, 500)),
+        ];
+        let r = analyse(&capture(frames), 0).unwrap();
+        assert_eq!(r.flows[0].retransmissions, 3);
+    }
+
+    /// What tshark does not time: a pure ACK (it covers no sequence), a
+    /// segment an old ACK arriving late ends at, and segments past the
+    /// 10,000 it keeps; what it does: a FIN.
+    #[test]
+    fn only_segments_tshark_would_time_give_samples() {
+        let ms = |t: f64| (t * 1e6) as u64;
+        let frames = vec![
+            (ms(0.0), frame(A, B, 1, 1, ACK, 1000, 0, 500)),
+            (ms(1.0), frame(A, B, 1001, 1, ACK, 1000, 0, 500)),
+            // Covers both: one sample, from the second (1 ms).
+            (ms(2.0), frame(B, A, 1, 2001, ACK, 0, 0, 300)),
+            // Reordered: an older ACK ends where the first segment ended.
+            (ms(2.1), frame(B, A, 1, 1001, ACK, 0, 0, 300)),
+            // A pure ACK from the sender, then the receiver's ACK at
+            // exactly its sequence (a window update): nothing to time.
+            (ms(3.0), frame(A, B, 2001, 1, ACK, 0, 0, 500)),
+            (ms(4.0), frame(B, A, 1, 2001, ACK, 0, 0, 350)),
+            // The sender's FIN, acknowledged 5 ms later: a sample.
+            (ms(5.0), frame(A, B, 2001, 1, ACK | FIN, 0, 0, 500)),
+            (ms(10.0), frame(B, A, 1, 2002, ACK, 0, 0, 350)),
+        ];
+        let r = analyse(&capture(frames), 0).unwrap();
+        assert_eq!(r.rtt_samples_ms[0], vec![1.0, 5.0]);
+        // 10,000 segments unacknowledged, then one more: the ACK that ends
+        // exactly at the last is no sample (it was never kept), the one at
+        // the 10,000th is.
+        let mut frames: Vec<(u64, Vec<u8>)> = (0..=MAX_UNACKED as u32)
+            .map(|i| {
+                (
+                    u64::from(i) * 1000,
+                    frame(A, B, 1 + i * 10, 1, ACK, 10, 0, 500),
+                )
+            })
+            .collect();
+        let last_end = 1 + (MAX_UNACKED as u32 + 1) * 10;
+        frames.push((20_000_000, frame(B, A, 1, last_end - 10, ACK, 0, 0, 300)));
+        frames.push((21_000_000, frame(B, A, 1, last_end, ACK, 0, 0, 300)));
+        let r = analyse(&capture(frames), 0).unwrap();
+        assert_eq!(r.rtt_samples_ms[0].len(), 1, "{:?}", r.rtt_samples_ms[0]);
     }
 
     #[test]
