@@ -86,17 +86,12 @@ impl PacketSocket {
             jf: 0,
             k: 0,
         }];
-        let prog = |f: &mut [libc::sock_filter; 1]| libc::sock_fprog {
-            len: 1,
-            filter: f.as_mut_ptr(),
+        let mut filter = |k: u32| {
+            take[0].k = k;
+            let prog = libc::sock_fprog { len: 1, filter: take.as_mut_ptr() };
+            setsockopt(&fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &prog, "SO_ATTACH_FILTER")
         };
-        setsockopt(
-            &fd,
-            libc::SOL_SOCKET,
-            libc::SO_ATTACH_FILTER,
-            &prog(&mut take),
-            "SO_ATTACH_FILTER",
-        )?;
+        filter(0)?;
         // SAFETY: zeroed is a valid sockaddr_ll.
         let mut sll: libc::sockaddr_ll = unsafe { zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
@@ -125,14 +120,7 @@ impl PacketSocket {
         } >= 0
         {}
         // ret #SNAPLEN: every packet, cut to the snap length.
-        take[0].k = SNAPLEN;
-        setsockopt(
-            &fd,
-            libc::SOL_SOCKET,
-            libc::SO_ATTACH_FILTER,
-            &prog(&mut take),
-            "SO_ATTACH_FILTER",
-        )?;
+        filter(SNAPLEN)?;
         setsockopt(
             &fd,
             libc::SOL_SOCKET,

@@ -516,12 +516,15 @@ static __always_inline u8 dualpi2_enqueue(struct __sk_buff *ctx, struct Qdisc *q
 		return action;
 	if (action == QA_MARK)
 		bpf_skb_ecn_set_ce(ctx);
-	c_backlog = backlog > l_backlog ? backlog - l_backlog : 0;
-	est = queue == DUALPI2_L ? l_wait : (u64)c_backlog * ns_per_kbyte >> 10;
-	est >>= DUALPI2_EST_SHIFT;
-	ctx->cb[0] = est > 0xffffffff ? 0xffffffff : est;
-	/* The low bit set: a stamp is never 0, the mark of a packet without. */
+	/* The low bit set: a stamp is never 0, the mark of a packet without.
+	 * Only a stamped packet's estimate is read at its departure. */
 	ctx->mark = stamp ? (u32)(now >> DUALPI2_TS_SHIFT) | 1 : 0;
+	if (stamp) {
+		c_backlog = backlog > l_backlog ? backlog - l_backlog : 0;
+		est = queue == DUALPI2_L ? l_wait : (u64)c_backlog * ns_per_kbyte >> 10;
+		est >>= DUALPI2_EST_SHIFT;
+		ctx->cb[0] = est > 0xffffffff ? 0xffffffff : est;
+	}
 	ctx->priority = queue == DUALPI2_L ? c->l_classid : c->c_classid;
 	return action;
 }
