@@ -185,27 +185,33 @@ vm-test KERNEL="all": _root
         VM_KERNEL=6.1 netns-lab/vm/run-in-vm sh -c "r=0; cd loader; for t in $loader; do echo \"     Running \$t\"; \$t --test-threads=1 $skip || r=1; done; cd ../netns-lab; env DCTCP_BPF_VM=1 $vm --include-ignored --test-threads=1 --nocapture red_step_backend_holds_dctcp_at_k before_tcx_ || r=1; just check-leftovers /dev/null || r=1; exit \$r"
     fi
 
-# cargo-mutants over five scopes, each against the tests that reach it:
+# cargo-mutants over seven scopes, each against the tests that reach it:
 # analysis (the lab's statistics, theory, schedule, fairness and units,
-# the loader's parameters, algorithms and model: unit tests), instance
+# the loader's parameters, algorithms and models: unit tests), instance
 # (attach/detach, the attach file and `loader check`: the lifecycle,
 # unit-file and traffic tests, whose `loader flows` reads the attached
 # names), preflight (the kernel probes in dctcp-utils: the loader's
 # lifecycle tests), experiments (the experiments' validation, plans and
-# analysis, the trace's and the faults' readings: unit tests) and switch
-# (tc-qdisc's backends, faults' settings, marker's record: unit tests).
-# SCOPES picks some (default all five: 2 h 53 min on 2 CPUs at 46356d7;
-# SCOPES="analysis instance preflight" and "experiments switch" in two
-# clones side by side took 96 min, docs/testing.md).
+# analysis, the trace's and the faults' readings: unit tests), switch
+# (tc-qdisc's backends, faults' settings, marker's record: unit tests),
+# dualpi2 (tc-qdisc's model of bpf-dualpi2: unit tests) and capture
+# (`lab rtts`' counts and the pcapng format: unit tests).
+# SCOPES picks some (default all seven; the first five took 2 h 53 min on
+# 2 CPUs at 46356d7, docs/testing.md).
 # Results per mutant in target/mutants-<scope>/mutants.out/. Fails when
 # fewer than MIN percent (default 90) of the viable mutants of the scopes
 # run are caught; missed and timed-out ones count against it.
+# DIFF=FILE mutates only the code that diff touches (cargo-mutants'
+# --in-diff); a scope it does not touch is skipped, and a diff with no
+# mutant in any scope passes (`just mutants-gate`, CI's gate, uses it).
 # Mutation testing with a gate: SCOPES="experiments switch" just mutants
 mutants *ARGS: _root
     #!/usr/bin/env bash
     set -uo pipefail
     min=${MIN:-90}
-    scopes=${SCOPES:-analysis instance preflight experiments switch}
+    scopes=${SCOPES:-analysis instance preflight experiments switch dualpi2 capture}
+    diff=()
+    [ -z "${DIFF:-}" ] || diff=(--in-diff "$(realpath "$DIFF")")
     # A mutant of detach leaks map-mode registrations; none may outlive the run.
     trap tools/clear-stale-registrations EXIT
     # -C: the targets to build and run, both (after `--` cargo-mutants would
@@ -214,7 +220,8 @@ mutants *ARGS: _root
     named() { echo "(replace ([A-Za-z]+(<[^>]*>)?::)?($1) ->| in ([A-Za-z]+(<[^>]*>)?::)?($1)\$)"; }
     mkdir -p target  # a fresh clone has none, and cargo-mutants makes only the last part
     for scope in $scopes; do
-        out=(--no-shuffle --output target/mutants-$scope)
+        out=(--no-shuffle --output target/mutants-$scope "${diff[@]}")
+        rm -rf target/mutants-$scope  # a scope the diff skips leaves no stale score
         case $scope in
         analysis)
             cargo mutants "${out[@]}" -p netns-lab -p loader \
@@ -243,8 +250,10 @@ mutants *ARGS: _root
             fns="$fns|changes|median_convergence|mean_cov|unconverged|flow_rates|queue|drops|settle_time|flow_points"
             fns="$fns|cwnd_points|alpha_points|add|window_fraction|second_half|sender_events|ce_echo|is_none|data|acks"
             fns="$fns|reorder_hold|describe|now|since|steal_share|softirq_share|steal_note|found_note|repairs_note"
+            fns="$fns|pkts_in|parse|counts|flows|config|points|senders_of|slots|rtt_of|step_from|queue_ms|class_rate"
+            fns="$fns|step_scenario|expected_peak_ms|backend|name"
             files=()
-            for f in mod incast ksweep queue rpc sawtooth xdctcp coexist convergence variants; do
+            for f in mod incast ksweep queue rpc sawtooth xdctcp coexist convergence variants l4s/mod l4s/short; do
                 files+=(-f netns-lab/src/experiments/$f.rs)
             done
             cargo mutants "${out[@]}" -p netns-lab "${files[@]}" -f netns-lab/src/measure/cctrace.rs \
@@ -257,7 +266,16 @@ mutants *ARGS: _root
             fns="$fns|arrival_span|departed_by_arrivals|enqueued"
             cargo mutants "${out[@]}" -p tc-qdisc -f tc-qdisc/src/backend.rs -f tc-qdisc/src/faults.rs \
                 -f tc-qdisc/src/marker.rs -f tc-qdisc/src/bottleneck.rs --re "$(named "$fns")" {{ARGS}} -C --lib ;;
-        *) echo "just mutants: no scope $scope (analysis, instance, preflight, experiments, switch)" >&2; exit 2 ;;
+        dualpi2)
+            cargo mutants "${out[@]}" -p tc-qdisc -f tc-qdisc/src/dualpi2.rs {{ARGS}} -C --lib ;;
+        capture)
+            # What `lab rtts` counts and the pcapng it reads and writes (the
+            # tables' print is checked against tshark's by tests/capture.rs).
+            fns='parse_segment|seq_lt|seq_le|sent|acked|is_dup_ack|quantile|analyse|read|ipv4_payload|new|packet'
+            fns="$fns|packet_block_len|write_block|ns|u16|u32|options|push_option|end_options|finish|written"
+            cargo mutants "${out[@]}" -p netns-lab -f netns-lab/src/capture/rtts.rs -f netns-lab/src/capture/pcapng.rs \
+                --re "$(named "$fns")" {{ARGS}} -C --lib ;;
+        *) echo "just mutants: no scope $scope (analysis, instance, preflight, experiments, switch, dualpi2, capture)" >&2; exit 2 ;;
         esac
         # 2 and 3: mutants missed or timed out, which the score below weighs;
         # anything else (a failing baseline, bad arguments) ends the run.
@@ -266,16 +284,43 @@ mutants *ARGS: _root
     done
     # cargo-mutants exits non-zero whenever a mutant is missed: the score decides.
     caught=0 missed=0
+    count() { cat "$1" 2>/dev/null | wc -l; }  # none when the diff left the scope out
     for scope in $scopes; do
         o=target/mutants-$scope/mutants.out
-        c=$(wc -l < $o/caught.txt) m=$(wc -l < $o/missed.txt) t=$(wc -l < $o/timeout.txt) u=$(wc -l < $o/unviable.txt)
+        c=$(count $o/caught.txt) m=$(count $o/missed.txt) t=$(count $o/timeout.txt) u=$(count $o/unviable.txt)
         echo "$scope: $c caught, $m missed, $t timeouts, $u unviable"
         caught=$((caught + c)) missed=$((missed + m + t))
     done
     total=$((caught + missed))
+    if [ "$total" = 0 ] && [ -n "${DIFF:-}" ]; then echo "just mutants: the diff touches no mutant in the scopes"; exit 0; fi
     [ "$total" -gt 0 ] || { echo "just mutants: no viable mutant ran" >&2; exit 1; }
     echo "just mutants: $caught of $total viable mutants caught ($((100 * caught / total)) %; the gate is $min %)"
     [ $((100 * caught)) -ge $((min * total)) ] || { echo "just mutants: below $min %: the missed ones are in target/mutants-*/mutants.out/missed.txt" >&2; exit 1; }
+
+# CI's mutation gate, after `just test`: `just mutants` (DIFF) over the Rust
+# that changed since BASE, and tools/bpf-mutants over the BPF mutants of
+# each changed file. BASE defaults to .ci/mutants-base, the commit up to
+# which every scope has been run (a full run, or a gate run over the diff
+# to that commit from an earlier base: docs/testing.md keeps the chain).
+# Fails under MIN percent caught (90), or on any BPF mutant no test catches.
+# The mutation gate over what changed since BASE (CI's)
+mutants-gate BASE="": _root
+    #!/usr/bin/env bash
+    set -uo pipefail
+    base="{{BASE}}"
+    base=${base:-$(cat .ci/mutants-base)}
+    git rev-parse -q --verify "$base^{commit}" >/dev/null ||
+        { echo "just mutants-gate: no commit $base here (a shallow clone? CI clones in full)" >&2; exit 2; }
+    mkdir -p target
+    git diff "$base" HEAD -- '*.rs' > target/mutants-gate.diff
+    echo "just mutants-gate: $(git rev-list --count "$base"..HEAD) commits since $base, $(grep -c '^+++ ' target/mutants-gate.diff) Rust files changed"
+    start=$SECONDS r=0
+    DIFF=target/mutants-gate.diff just mutants || r=1
+    echo "just mutants-gate: cargo-mutants took $(( (SECONDS - start) / 60 )) min"
+    start=$SECONDS
+    tools/bpf-mutants --changed "$base" || r=1
+    echo "just mutants-gate: the BPF mutants took $(( (SECONDS - start) / 60 )) min"
+    exit $r
 
 # The slow tier, which CI does not run (about 4 hours on 2 CPUs, nearly 3
 # of them `just mutants`): the headline findings on long runs
