@@ -161,13 +161,16 @@ pub(crate) fn ca_state_name(s: u8) -> &'static str {
     }
 }
 
+/// `addr:port`; an IPv4 peer of a dual-stack socket (`::ffff:a.b.c.d`)
+/// as the IPv4 address it is, which is also what fits `loader top`'s column.
 fn addr(family: u8, bytes: &[u8; 16], port: u16) -> String {
-    match family as i32 {
-        libc::AF_INET => format!(
-            "{}:{port}",
-            Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3])
-        ),
-        _ => format!("[{}]:{port}", IpAddr::V6(Ipv6Addr::from(*bytes))),
+    let v4 = match family as i32 {
+        libc::AF_INET => Some(Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3])),
+        _ => Ipv6Addr::from(*bytes).to_ipv4_mapped(),
+    };
+    match v4 {
+        Some(a) => format!("{a}:{port}"),
+        None => format!("[{}]:{port}", IpAddr::V6(Ipv6Addr::from(*bytes))),
     }
 }
 
@@ -320,6 +323,26 @@ pub fn alpha_fraction(alpha: u32) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_ipv4_mapped_end_reads_as_ipv4() {
+        let mut b = [0u8; 16];
+        b[..4].copy_from_slice(&[198, 18, 253, 2]);
+        assert_eq!(
+            super::addr(libc::AF_INET as u8, &b, 5201),
+            "198.18.253.2:5201"
+        );
+        let mapped: [u8; 16] = "::ffff:198.18.253.2"
+            .parse::<std::net::Ipv6Addr>()
+            .unwrap()
+            .octets();
+        assert_eq!(
+            super::addr(libc::AF_INET6 as u8, &mapped, 5201),
+            "198.18.253.2:5201"
+        );
+        let v6: [u8; 16] = "fd00::2".parse::<std::net::Ipv6Addr>().unwrap().octets();
+        assert_eq!(super::addr(libc::AF_INET6 as u8, &v6, 80), "[fd00::2]:80");
+    }
+
     /// The mode bits alone decide it; CWR and SEEN bits (1-3) do not.
     #[test]
     fn the_ecn_mode_is_read_from_its_two_bits() {
