@@ -24,6 +24,8 @@ fn f(r: &Value, key: &str) -> f64 {
 /// - K / M = 1: Reno / DCTCP 3.64-5.22 (bound >= 1.5);
 /// - K / M = 3: 0.049-0.059 (bound <= 0.25);
 /// - the two, one over the other: 69-91 (bound >= 10);
+/// - Table I's crossing (equal rates), interpolated on log(ratio) between
+///   them: 1.63-1.71 (bound 1.45-1.95; the seed's 1.73);
 /// - two Reno flows alone at M = BDP/4: Jain 0.977-1.000 (bound >= 0.93),
 ///   utilization 91.5-96.2 % (bound >= 85 %);
 /// - the rule at M = BDP/2: Jain 0.933-0.997 (bound >= 0.85; its lowest
@@ -81,6 +83,13 @@ fn dual_aqm_lets_k_set_the_share_and_a_single_marker_starves_reno_once() {
     assert!(rl >= 1.5, "K = M: Reno / DCTCP {rl}");
     assert!(rh <= 0.25, "K = 3 M: Reno / DCTCP {rh}");
     assert!(rl / rh >= 10.0, "K moved the share by {rl} / {rh}");
+    // Where the rates cross: K / M on the line through the two runs' log
+    // ratios (Table I's first column).
+    let crossing = 1.0 + 2.0 * rl.ln() / (rl.ln() - rh.ln());
+    assert!(
+        (1.45..=1.95).contains(&crossing),
+        "Table I crossing at K / M = {crossing} (the seed's 1.73)"
+    );
     assert!(f(base, "jain") >= 0.93, "two Reno flows: {base}");
     let floor = busy_floor(0.85, f(base, "steal_share"));
     assert!(f(base, "utilization") >= floor, "two Reno flows: {base}");
@@ -104,7 +113,6 @@ fn dual_aqm_lets_k_set_the_share_and_a_single_marker_starves_reno_once() {
     };
     // The crossing, the fairest run's K/M, (the seed's 1.73,) the ratio
     // there, U_DR, seed, O_DR, seed, U_2R, seed, O_2R.
-    let crossing = 1.0 + 2.0 * rl.ln() / (rl.ln() - rh.ln());
     assert_near(t[0], crossing, 0.005, "Table I crossing");
     assert_near(t[1], f(best, "x"), 0.005, "Table I K/M of the fairest run");
     assert_near(t[3], f(best, "ratio"), 0.005, "Table I ratio");

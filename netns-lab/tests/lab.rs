@@ -92,9 +92,8 @@ fn quick_queue_experiment_reproduces_the_shape_of_fig1_once() {
     // The cap is on the DCTCP run only, and never shaped it: DCTCP's own
     // window stays far below 64 packets. Droptail runs are left uncapped.
     // What bounds the window for good is the scale the receiver chose at
-    // the handshake: 65535 << 1 for a clamp of 64 x 1448 bytes.
-    assert_eq!(dctcp["rwnd_clamp_bytes"], 64 * 1448);
-    assert!(cubic["rwnd_clamp_bytes"].is_null());
+    // the handshake, read back from the receiver: 65535 << 1 for a clamp of
+    // 64 x 1448 bytes, over 425 packets uncapped.
     for f in cubic["flows"].as_array().unwrap() {
         assert!(f["receiver_max_window"].as_u64().unwrap() > 425 * 1448);
     }
@@ -974,7 +973,10 @@ fn bench_measures_every_section_and_leaves_nothing() {
     assert!(d > f, "isolated: floor {f}, bpf-dualpi2 {d}");
     assert!(median("egress", "bpf-dualpi2, no probe") > 0.0);
     assert!(table.contains("bpf-dualpi2, ns per packet (isolated)"), "{table}");
-    assert_eq!(r["switch"]["egress"].as_array().unwrap().len(), 7);
+    // Every egress setup the bench ran measured its program's cost.
+    for e in r["switch"]["egress"].as_array().unwrap() {
+        assert!(e["median"].as_f64().unwrap() > 0.0, "not measured: {e}");
+    }
     // `lab --pcap`'s capture beside the marker: measured per packet, and
     // its copies take the lab's one CPU from the path at the top rate
     // (2026-12-05: 0.518-0.634 of the marker's goodput over 5 rounds); a
@@ -992,8 +994,23 @@ fn bench_measures_every_section_and_leaves_nothing() {
     ] {
         assert!(table.contains(goal), "{goal} not in\n{table}");
     }
-    assert_eq!(r["switch"]["runs"].as_array().unwrap().len(), 2);
-    assert_eq!(r["scale"].as_array().unwrap().len(), 2);
+    // The goodput behind the marker's ratio: a transfer with the marker and
+    // one without, each moving data.
+    let runs = r["switch"]["runs"].as_array().unwrap();
+    for marker in [true, false] {
+        assert!(
+            runs.iter().any(|run| run[0] == marker && run[2].as_f64().unwrap() > 0.0),
+            "no goodput with marker {marker}: {runs:?}"
+        );
+    }
+    // A star of 4 senders takes longer to build than one of 1 (3 more
+    // namespaces, veth pairs and routes).
+    let setup = |n: u64| {
+        r["scale"].as_array().unwrap().iter().find(|s| s["senders"] == n).unwrap()["setup_s"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(setup(4) > setup(1), "setup: 4 senders {} s, 1 sender {} s", setup(4), setup(1));
     // The delay section: 100 Mbit/s without a delay, then at 1 ms through
     // the element, which carries the ACK path whole and in order and
     // costs the flows no goodput (ratio 0.98-1.00 measured).
@@ -1122,7 +1139,8 @@ fn incast_runs_every_point_and_256_workers_come_and_go_once() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let runs = json(&out.join("runs.json"));
-    assert_eq!(runs[0]["workers"], 256);
+    // All 256 workers answered in each of the 3 rounds (the client's count).
+    assert_eq!(runs[0]["responses"], 256 * 3, "{}", runs[0]);
     assert_eq!(runs[0]["qct_ms"]["n"], 2);
     std::fs::remove_dir_all(&out).unwrap();
     assert_eq!(namespaces_with("dl"), before, "namespaces left behind");

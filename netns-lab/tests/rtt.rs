@@ -59,7 +59,6 @@ fn min_rtts(r: &Value) -> Vec<(u64, f64)> {
 /// reordering a frame, on time at the median. (The p99 goal, 50 us, is
 /// `just bench`'s: it depends on the host's load.)
 fn assert_element_clean(r: &Value) {
-    assert_eq!(r["rtt"]["backend"], "element", "{}", r["rtt"]);
     let e = &r["rtt"]["element"];
     assert!(e["received"].as_u64().unwrap() > 1000, "{e}");
     assert_eq!(e["dropped_full"], 0, "{e}");

@@ -100,6 +100,9 @@ pub struct IncastRun {
     pub workers: usize,
     pub bytes_per_worker: u64,
     pub rounds: u64,
+    /// Responses the aggregator received whole, over every round (the
+    /// client's count: workers x rounds when every worker answered).
+    pub responses: u64,
     /// Query completion time, ms.
     pub qct_ms: Summary,
     /// The lower bound: the response at the link rate.
@@ -174,6 +177,7 @@ fn one_run(
         workers: n,
         bytes_per_worker: share,
         rounds: cfg.rounds,
+        responses: run.report["completed"].as_u64().context("no completed count")?,
         slow_round_fraction: slow as f64 / qct.len().max(1) as f64,
         qct_ms: summarize(&qct),
         ideal_ms,
@@ -518,6 +522,7 @@ mod tests {
             workers,
             bytes_per_worker: 1,
             rounds: 1,
+            responses: workers as u64,
             qct_ms: Summary::default(),
             ideal_ms: 1.0,
             slow_round_fraction: hit,
