@@ -43,6 +43,8 @@ pub struct Interface {
 pub struct Writer<W: Write> {
     out: W,
     written: u64,
+    /// One packet block's body, kept between packets: no allocation per packet.
+    body: Vec<u8>,
 }
 
 fn push_option(buf: &mut Vec<u8>, code: u16, value: &[u8]) {
@@ -85,7 +87,11 @@ impl<W: Write> Writer<W> {
             end_options(&mut body);
             written += write_block(&mut out, INTERFACE_DESCRIPTION, &body)?;
         }
-        Ok(Writer { out, written })
+        Ok(Writer {
+            out,
+            written,
+            body: Vec::new(),
+        })
     }
 
     /// The bytes a packet of `captured` bytes takes in the file.
@@ -103,7 +109,8 @@ impl<W: Write> Writer<W> {
         data: &[u8],
         direction: Direction,
     ) -> io::Result<()> {
-        let mut body = Vec::with_capacity(Self::packet_block_len(data.len()) as usize);
+        let body = &mut self.body;
+        body.clear();
         body.extend_from_slice(&interface.to_le_bytes());
         body.extend_from_slice(&((ts_ns >> 32) as u32).to_le_bytes());
         body.extend_from_slice(&(ts_ns as u32).to_le_bytes());
@@ -115,9 +122,9 @@ impl<W: Write> Writer<W> {
             Direction::Inbound => 1,
             Direction::Outbound => 2,
         };
-        push_option(&mut body, EPB_FLAGS, &flags.to_le_bytes());
-        end_options(&mut body);
-        self.written += write_block(&mut self.out, ENHANCED_PACKET, &body)?;
+        push_option(body, EPB_FLAGS, &flags.to_le_bytes());
+        end_options(body);
+        self.written += write_block(&mut self.out, ENHANCED_PACKET, body)?;
         Ok(())
     }
 
