@@ -388,8 +388,8 @@ impl Algo {
                 ..dctcp
             },
             Algo::Prague => dctcp_params {
+                // alpha_on_init stays 0 (Default's): Prague's alpha starts at 0.
                 g: PRAGUE_DEFAULT_G,
-                alpha_on_init: 0,
                 rtt_target_us: PRAGUE_DEFAULT_RTT_TARGET_US,
                 rtt_scaling: 1,
                 rtt_transition: PRAGUE_DEFAULT_RTT_TRANSITION,

@@ -114,6 +114,21 @@ pub mod prague {
 mod tests {
     use super::*;
 
+    /// Prague's cap on alpha / g is alpha 1.0 at any gain; a fully marked
+    /// flow reaches it and stays.
+    #[test]
+    fn prague_alpha_tops_out_at_one() {
+        let one = 1u64 << crate::intf::PRAGUE_ALPHA_BITS;
+        for g in [1 << 10, 1 << 12, 1 << 15, DCTCP_ONE] {
+            assert_eq!(crate::model::prague::alpha(crate::model::prague::max_upscaled(g), g), one, "g {g}");
+            let mut up = 0;
+            for _ in 0..20_000 {
+                up = crate::model::prague::ewma(up, 10, 10, g);
+            }
+            assert_eq!(up, crate::model::prague::max_upscaled(g), "g {g}");
+        }
+    }
+
     /// tcp_dctcp.c's update, as the kernel writes it (10-bit alpha).
     fn kernel_ewma(mut alpha: u32, delivered: u32, mut ce: u32, shift_g: u32) -> u32 {
         let min_not_zero = |a: u32, b: u32| match (a, b) {
