@@ -114,6 +114,45 @@ pub mod prague {
 mod tests {
     use super::*;
 
+    /// Prague's RTT scaling: (rtt / target)^2 of a segment per window below
+    /// the target, to the nearest 1/2^20; one segment when not
+    /// RTT-independent, at or over the target, unmeasured, or over 100 ms.
+    #[test]
+    fn prague_scales_growth_by_rtt_over_target_squared_within_its_limits() {
+        use crate::model::prague::{ai_per_ack, ONE_CWND};
+        let one = ONE_CWND as u32;
+        let max_us = crate::intf::PRAGUE_MAX_SCALED_RTT_US;
+        // 5 ms against 25 ms: 1/25 of a segment (41,943.04 / 2^20).
+        assert_eq!(ai_per_ack(5_000 << 3, 25_000, true), 41_943);
+        assert_eq!(ai_per_ack(5_000 << 3, 25_000, false), one);
+        assert_eq!(ai_per_ack(25_000 << 3, 25_000, true), one);
+        assert_eq!(ai_per_ack(0, 25_000, true), one);
+        // 100 ms against 200 ms still scales (1/4); past 100 ms it does not.
+        assert_eq!(ai_per_ack(max_us << 3, 2 * max_us, true), one / 4);
+        assert_eq!(ai_per_ack((max_us << 3) + 1, 2 * max_us, true), one);
+    }
+
+    /// Window mode's growth: acked x ai spread over the window to the
+    /// nearest 1/2^20, scaled by the system's MTU over the flow's, at least
+    /// the segments acked.
+    #[test]
+    fn prague_grows_by_acked_times_ai_over_the_window() {
+        use crate::model::prague::{increase, ONE_CWND};
+        let sys = crate::intf::PRAGUE_MTU_SYS;
+        // 2 acked at full growth over 10 segments: 2^21 / 10 = 209,715.2.
+        assert_eq!(increase(10 * ONE_CWND, 2, ONE_CWND as u32, sys), 209_715);
+        // 0.7 rounds up: 2^20 / 3 = 349,525.33, and 2^21 / 3 = 699,050.67.
+        assert_eq!(increase(3 * ONE_CWND, 1, ONE_CWND as u32, sys), 349_525);
+        assert_eq!(increase(3 * ONE_CWND, 2, ONE_CWND as u32, sys), 699_051);
+        // Half the MTU: twice the segments for the same bytes.
+        assert_eq!(increase(10 * ONE_CWND, 2, ONE_CWND as u32, sys / 2), 2 * 209_715);
+        // A quarter of the growth per ACK, 3 acked: 3 x 2^18 per window.
+        assert_eq!(increase(ONE_CWND, 3, (ONE_CWND / 4) as u32, sys), 3 << 18);
+        // No window yet: the growth per ACK itself; never under `acked`.
+        assert_eq!(increase(0, 2, 100, sys), 200);
+        assert_eq!(increase(1 << 40, 5, 1, sys), 5);
+    }
+
     /// Prague's cap on alpha / g is alpha 1.0 at any gain; a fully marked
     /// flow reaches it and stays.
     #[test]
