@@ -328,7 +328,7 @@ fn parameters_set_live_reach_new_flows() {
 }
 
 /// `loader attach --algo prague` in a namespace of its own puts the ECT(1)
-/// program on that namespace's interfaces (loopback aside): every data
+/// program on that namespace's interfaces that are up (loopback aside): every data
 /// segment of a prague flow then arrives ECT(1); `loader detach` leaves no
 /// program on the interface and no pin.
 #[test]
@@ -346,6 +346,15 @@ fn prague_sends_ect1_from_the_namespace_it_was_attached_in_and_detach_removes_it
             .output()
             .unwrap()
     };
+    // A veth pair left down beside the client's interface: only interfaces
+    // that are up get the program.
+    let down = pair
+        .client
+        .command(std::path::Path::new("ip"))
+        .args(["link", "add", "t_down0", "type", "veth", "peer", "name", "t_down1"])
+        .status()
+        .unwrap();
+    assert!(down.success());
     let out = loader_in(&["attach", "--algo", "prague", "--name", "t_pr"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let tcx = |ns: &netns_lab::Netns, dev: &str| -> String {
@@ -357,6 +366,7 @@ fn prague_sends_ect1_from_the_namespace_it_was_attached_in_and_detach_removes_it
         String::from_utf8_lossy(&o.stdout).to_string()
     };
     assert!(tcx(&pair.client, &pair.client_if).contains("prague_ect1"));
+    assert!(!tcx(&pair.client, "t_down0").contains("prague_ect1"));
     assert!(!tcx(&pair.server, &pair.server_if).contains("prague_ect1"));
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -391,10 +401,31 @@ fn prague_sends_ect1_from_the_namespace_it_was_attached_in_and_detach_removes_it
     let mine = listed.as_array().unwrap().iter().find(|i| i["name"] == "t_pr").unwrap();
     assert!(mine["ect1_packets"].as_u64().unwrap() >= ect1, "{mine}");
 
+    // Detach takes the program off even while another process holds its
+    // link open (as bpftool or a dashboard may): it detaches the link
+    // itself, not only its pin.
+    let pins = std::path::Path::new("/sys/fs/bpf/dctcp-bpf/t_pr");
+    let link_pin = std::fs::read_dir(pins)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("ect1_link_"))
+        .expect("the ECT(1) link's pin");
+    let held = libbpf_rs::Link::open(&link_pin).unwrap();
     let out = loader_in(&["detach", "t_pr"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!tcx(&pair.client, &pair.client_if).contains("prague"));
-    assert!(!std::path::Path::new("/sys/fs/bpf/dctcp-bpf/t_pr").exists());
+    assert!(!pins.exists());
+    drop(held);
+
+    // Named with --ect1-dev, the program goes on that interface alone,
+    // up or not.
+    let out = loader_in(&["attach", "--algo", "prague", "--name", "t_pr", "--ect1-dev", "t_down0"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(tcx(&pair.client, "t_down0").contains("prague_ect1"));
+    assert!(!tcx(&pair.client, &pair.client_if).contains("prague_ect1"));
+    let out = loader_in(&["detach", "t_pr"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!tcx(&pair.client, "t_down0").contains("prague"));
 }
 
 /// A bad --ect1-dev or Prague parameter is refused before anything loads.
