@@ -1741,6 +1741,44 @@ mod tests {
         assert!(r.jain < 0.9);
     }
 
+    /// A class's rate over time: each interval's bytes over its length,
+    /// per flow, as far as every flow's series goes.
+    #[test]
+    fn a_class_rate_is_each_intervals_bytes_per_flow() {
+        use crate::traffic::bulk::FlowResult;
+        let flow = |series: Vec<u64>| FlowResult {
+            series,
+            series_end_s: vec![0.5, 1.5, 2.5],
+            ..Default::default()
+        };
+        // 5 MB in the first 0.5 s over two flows: 80 Mbit/s, 40 each; then
+        // 2.5 MB in a second: 10 each.
+        let two = [flow(vec![1_250_000, 2_500_000, 9]), flow(vec![3_750_000, 0])];
+        assert_eq!(class_rate(&two), [(0.5, 40.0), (1.5, 10.0)]);
+        assert!(class_rate(&[]).is_empty());
+    }
+
+    /// A step run is named by its AQM, its sender and the two rates.
+    #[test]
+    fn a_step_run_is_named_by_aqm_sender_and_rates() {
+        let run = StepRun {
+            aqm: Aqm::Dualpi2,
+            sender: "prague".into(),
+            response: StepResponse {
+                from_bps: 50_000_000,
+                to_bps: 25_000_000,
+                ..Default::default()
+            },
+            base_rtt_ms: 0.0,
+            expected_peak_ms: 0.0,
+            utilization_after: 0.0,
+            rate_series: vec![],
+            steal_share: 0.0,
+            guard_repairs: (0, 0, 0),
+        };
+        assert_eq!(run.label(), "dualpi2 prague 50 Mbit/s->25 Mbit/s");
+    }
+
     /// The default plan: six mixes through five AQMs at two rates, each
     /// mix with its own sender run once, its own round trips in its
     /// scenario and in its label.

@@ -329,6 +329,32 @@ mod tests {
     /// A short-flow run: the long pair on senders 0 and 1, each class's
     /// short flows from 2 and 3 with the run's sizes and rate, from the
     /// warm-up's end; behind seed 002's AQM the classic ones Not-ECT too.
+    /// A short-flow run carries its long flows' rates and is named by its
+    /// rate and AQM.
+    #[test]
+    fn a_short_run_reads_its_long_flows_and_names_itself() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: super::super::L4sArgs,
+        }
+        let cfg = Cli::parse_from(["lab", "--quick"]).args.config();
+        let p = &points(&cfg)[0];
+        let data = RunData {
+            outcome: Outcome {
+                goodput_bps: vec![30e6, 12.5e6],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let r = ShortRun::of(&cfg, p, &data);
+        assert_eq!(r.long_mbps, [30.0, 12.5]);
+        assert_eq!(r.classes[1].sender, cfg.classic);
+        assert_eq!(r.label(), format!("50 Mbit/s {} short flows", p.aqm.name()));
+        assert_eq!(label(1_000_000_000, p.aqm), format!("1 Gbit/s {} short flows", p.aqm.name()));
+    }
+
     #[test]
     fn each_class_sends_its_short_flows_from_a_sender_of_its_own() {
         use clap::Parser;
