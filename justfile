@@ -309,8 +309,10 @@ mutants-gate BASE="": _root
     set -uo pipefail
     base="{{BASE}}"
     base=${base:-$(cat .ci/mutants-base)}
+    # A shallow clone lacks the base: deepen it from where it came from.
+    git rev-parse -q --verify "$base^{commit}" >/dev/null || git fetch -q --unshallow 2>/dev/null || true
     git rev-parse -q --verify "$base^{commit}" >/dev/null ||
-        { echo "just mutants-gate: no commit $base here (a shallow clone? CI clones in full)" >&2; exit 2; }
+        { echo "just mutants-gate: no commit $base in this clone: clone with its history (not --depth)" >&2; exit 2; }
     mkdir -p target
     git diff "$base" HEAD -- '*.rs' > target/mutants-gate.diff
     echo "just mutants-gate: $(git rev-list --count "$base"..HEAD) commits since $base, $(grep -c '^+++ ' target/mutants-gate.diff) Rust files changed"

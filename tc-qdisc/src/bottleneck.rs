@@ -220,6 +220,18 @@ mod tests {
         assert!(Bottleneck::step(100_000_000, 10, 20).validate().is_err());
     }
 
+    /// A step of a rate schedule moves the rate, and with it the token
+    /// bucket, and keeps the buffer and the switch.
+    #[test]
+    fn the_same_link_at_another_rate_keeps_all_but_the_rate() {
+        let b = Bottleneck::step(1_000_000_000, 425, 20);
+        let twice = b.at_rate(2_000_000_000);
+        assert_eq!(twice.rate_bps, 2_000_000_000);
+        assert_eq!(twice.burst_bytes(), 10_000);
+        assert_eq!(twice.buffer_pkts, 425);
+        assert_eq!(twice.backend, b.backend);
+    }
+
     /// 40 us of line rate, never under two packets.
     #[test]
     fn the_token_bucket_holds_40_us_of_line_rate() {
