@@ -217,7 +217,8 @@ mutants *ARGS: _root
     # -C: the targets to build and run, both (after `--` cargo-mutants would
     # still build every test target for each mutant, 15-20 s of linking).
     # Functions by name (cargo-mutants' --re): `replace NAME ->` and `... in NAME`.
-    named() { echo "(replace ([A-Za-z]+(<[^>]*>)?::)?($1) ->| in ([A-Za-z]+(<[^>]*>)?::)?($1)\$)"; }
+    # (A type's name may hold digits: L4sRun, Dualpi2.)
+    named() { echo "(replace ([A-Za-z0-9_]+(<[^>]*>)?::)?($1) ->| in ([A-Za-z0-9_]+(<[^>]*>)?::)?($1)\$)"; }
     mkdir -p target  # a fresh clone has none, and cargo-mutants makes only the last part
     for scope in $scopes; do
         out=(--no-shuffle --output target/mutants-$scope "${diff[@]}")

@@ -1736,6 +1736,7 @@ mod tests {
             ..Default::default()
         };
         let r = L4sRun::of(&c, &point(Aqm::Rfc3168, "1:2"), &o);
+        assert_eq!(r.label(), "50 Mbit/s rfc3168 1:2 bpf_prague:cubic");
         assert_eq!((r.scalable_mbps, r.classic_mbps), (30.0, 10.0));
         assert!((r.ratio - 3.0).abs() < 1e-12);
         assert!(r.jain < 0.9);
