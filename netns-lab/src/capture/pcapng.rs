@@ -419,6 +419,133 @@ mod tests {
     }
 
     #[test]
+    fn edge_cases_of_the_format_read_as_the_spec_says() {
+        // Blocks built by hand in either byte order: a section, an
+        // interface named "eth0" (its option fills the body to the byte,
+        // no end-of-options), one packet.
+        let file = |big: bool, idb_options: &[u8]| {
+            let (u16b, u32b) = (
+                |v: u16| {
+                    if big {
+                        v.to_be_bytes()
+                    } else {
+                        v.to_le_bytes()
+                    }
+                },
+                |v: u32| {
+                    if big {
+                        v.to_be_bytes()
+                    } else {
+                        v.to_le_bytes()
+                    }
+                },
+            );
+            let block = |out: &mut Vec<u8>, kind: u32, body: &[u8]| {
+                let len = 12 + body.len() as u32;
+                out.extend(u32b(kind));
+                out.extend(u32b(len));
+                out.extend(body);
+                out.extend(u32b(len));
+            };
+            let mut shb = u32b(BYTE_ORDER_MAGIC).to_vec();
+            shb.extend(u16b(1));
+            shb.extend(u16b(0));
+            shb.extend((-1i64).to_le_bytes());
+            let mut idb = u16b(LINKTYPE_ETHERNET).to_vec();
+            idb.extend(u16b(0));
+            idb.extend(u32b(128));
+            idb.extend(idb_options);
+            let mut epb = u32b(0).to_vec();
+            for v in [0, 1_500, 4, 60] {
+                epb.extend(u32b(v));
+            }
+            epb.extend([7; 4]);
+            let mut out = Vec::new();
+            block(&mut out, SECTION_HEADER, &shb);
+            block(&mut out, INTERFACE_DESCRIPTION, &idb);
+            block(&mut out, ENHANCED_PACKET, &epb);
+            out
+        };
+        let name_option = |big: bool, len: u16| {
+            let mut o = if big {
+                IF_NAME.to_be_bytes()
+            } else {
+                IF_NAME.to_le_bytes()
+            }
+            .to_vec();
+            o.extend(if big {
+                len.to_be_bytes()
+            } else {
+                len.to_le_bytes()
+            });
+            o.extend(b"eth0");
+            o
+        };
+        for big in [false, true] {
+            let cap = read(&file(big, &name_option(big, 4))).unwrap();
+            assert_eq!(cap.interfaces[0].name, "eth0", "big-endian {big}");
+            assert_eq!(cap.interfaces[0].linktype, LINKTYPE_ETHERNET);
+            // Microseconds by default: 1,500 us.
+            assert_eq!(
+                (cap.packets[0].ts_ns, cap.packets[0].original_len),
+                (1_500_000, 60)
+            );
+            assert_eq!(cap.packets[0].data, [7; 4]);
+            // An option that claims more than its block holds is left out.
+            let cap = read(&file(big, &name_option(big, 100))).unwrap();
+            assert_eq!(cap.interfaces[0].name, "interface 0");
+        }
+        // No options at all (the smallest interface description), and an
+        // empty if_tsresol, which leaves the default.
+        let mut empty_tsresol = IF_TSRESOL.to_le_bytes().to_vec();
+        empty_tsresol.extend(0u16.to_le_bytes());
+        for options in [&[][..], &empty_tsresol] {
+            let cap = read(&file(false, options)).unwrap();
+            assert_eq!(cap.interfaces[0].name, "interface 0");
+            assert_eq!(cap.packets[0].ts_ns, 1_500_000);
+        }
+        // A packet that claims more captured bytes than its block holds.
+        let mut f = file(false, &[]);
+        let epb = f.len() - 12 - 24;
+        f[epb + 8 + 12] = 25;
+        let e = read(&f).unwrap_err().to_string();
+        assert!(e.contains("25 bytes captured"), "{e}");
+        // An interface description of 4 bytes is corrupt.
+        let f = file(false, &[]);
+        let shb_len = u32::from_le_bytes(f[4..8].try_into().unwrap()) as usize;
+        let mut short = f[..shb_len].to_vec();
+        short.extend(INTERFACE_DESCRIPTION.to_le_bytes());
+        short.extend(16u32.to_le_bytes());
+        short.extend([1, 0, 0, 0]);
+        short.extend(16u32.to_le_bytes());
+        let e = read(&short).unwrap_err().to_string();
+        assert!(e.contains("corrupt interface description"), "{e}");
+        // A block of an unknown type, 12 bytes and empty, is passed over; 8
+        // bytes after the last block are a block cut short.
+        let mut f = file(false, &name_option(false, 4));
+        f.extend(0xbadu32.to_le_bytes());
+        f.extend(12u32.to_le_bytes());
+        f.extend(12u32.to_le_bytes());
+        assert_eq!(read(&f).unwrap().packets.len(), 1);
+        f.extend([0; 8]);
+        let e = read(&f).unwrap_err().to_string();
+        assert!(e.contains("8 bytes where a block needs 12"), "{e}");
+        // A simple packet block has no timestamp to read.
+        let mut f = file(false, &[]);
+        f.extend(3u32.to_le_bytes());
+        f.extend(16u32.to_le_bytes());
+        f.extend(60u32.to_le_bytes());
+        f.extend(16u32.to_le_bytes());
+        let e = read(&f).unwrap_err().to_string();
+        assert!(e.contains("carry no timestamp"), "{e}");
+        // A section header's first four bytes alone, and fewer.
+        let e = read(&SECTION_HEADER.to_le_bytes()).unwrap_err().to_string();
+        assert!(e.contains("cut short at byte 0"), "{e}");
+        let e = read(&[0x0a, 0x0d, 0x0d]).unwrap_err().to_string();
+        assert!(e.contains("not a pcapng file"), "{e}");
+    }
+
+    #[test]
     fn bad_files_are_refused_saying_what_is_wrong() {
         let err = |b: &[u8]| read(b).unwrap_err().to_string();
         assert!(err(&[]).contains("empty"));
@@ -432,6 +559,8 @@ mod tests {
         let last = good.len() - Writer::<Vec<u8>>::packet_block_len(60) as usize;
         bad_len[last + 4] = 13;
         assert!(err(&bad_len).contains("corrupt block"), "{}", err(&bad_len));
+        bad_len[last + 4] = 8;
+        assert!(err(&bad_len).contains("length 8"), "{}", err(&bad_len));
         // A packet of an interface never described.
         let mut orphan = good.clone();
         orphan[last + 8] = 9;

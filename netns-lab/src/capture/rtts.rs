@@ -625,6 +625,23 @@ mod tests {
         assert_eq!(r.rtt_samples_ms[0].len(), 1, "{:?}", r.rtt_samples_ms[0]);
     }
 
+    /// Only TCP over IPv4 is a segment; a packet too short for the header
+    /// is none either.
+    #[test]
+    fn only_tcp_over_ipv4_is_a_segment() {
+        let tcp = frame("198.18.0.2:5201", "198.18.1.2:40000", 1, 2, ACK, 100, 0, 9)[14..].to_vec();
+        let s = parse_segment(&tcp, 7).unwrap();
+        assert_eq!((s.seq, s.ack, s.len, s.window), (1, 2, 100, 9));
+        let mut udp = tcp.clone();
+        udp[9] = 17;
+        assert!(parse_segment(&udp, 7).is_none());
+        let mut v6 = tcp.clone();
+        v6[0] = 0x65;
+        assert!(parse_segment(&v6, 7).is_none());
+        assert!(parse_segment(&tcp[..5], 7).is_none());
+        assert!(parse_segment(&tcp[..30], 7).is_none());
+    }
+
     #[test]
     fn sequence_numbers_wrap() {
         assert!(seq_lt(u32::MAX - 5, 10));
