@@ -625,6 +625,41 @@ mod tests {
         assert_eq!(r.rtt_samples_ms[0].len(), 1, "{:?}", r.rtt_samples_ms[0]);
     }
 
+    /// A SYN sent again restarts the connection's clock; a packet without
+    /// ACK (a stray from the receiver) neither restarts it nor acknowledges;
+    /// the CE share is over the data packets; a round trip of no length
+    /// has no rate.
+    #[test]
+    fn the_clock_starts_at_the_last_syn_and_only_acks_acknowledge() {
+        let ms = |t: f64| (t * 1e6) as u64;
+        let d = |t: f64, seq: u32, ecn: u8| (ms(t), frame(A, B, seq, 1, ACK, 1000, ecn, 500));
+        let a = |t: f64, ack: u32| (ms(t), frame(B, A, 1, ack, ACK, 0, 0, 300));
+        let frames = vec![
+            (ms(0.0), frame(A, B, 0, 0, SYN, 0, 0, 500)),
+            (ms(1000.0), frame(A, B, 0, 0, SYN, 0, 0, 500)),
+            (ms(1001.0), frame(B, A, 0, 1, SYN | ACK, 0, 0, 300)),
+            (ms(1002.0), frame(A, B, 1, 1, ACK, 0, 0, 500)),
+            d(1003.0, 1, CE),
+            d(1003.5, 1001, 2),
+            (ms(1004.0), frame(B, A, 1, 2001, 0, 0, 0, 300)),
+            a(1013.0, 2001),
+            d(1020.0, 2001, 2),
+            a(1020.0, 3001),
+        ];
+        let r = analyse(&capture(frames), 0).unwrap();
+        let f = &r.flows[0];
+        // The stray is no duplicate of the ACK after it: it acknowledged nothing.
+        assert_eq!((f.dup_acks, f.retransmissions), (0, 1));
+        assert_eq!((f.data_packets, f.ce_packets), (3, 1));
+        assert!((f.ce_share - 1.0 / 3.0).abs() < 1e-12, "{f:?}");
+        // From the SYN sent again: round 1 ends 13 ms on.
+        let (r1, r2) = (&r.round_trips[0], &r.round_trips[1]);
+        assert!((r1.end_s - 0.013).abs() < 1e-12, "{r1:?}");
+        assert_eq!((r2.len_ms, r2.rate_bps), (0.0, 0.0));
+        // The SYN-ACK timed from the first SYN (tshark's oldest match).
+        assert_eq!(r.rtt_samples_ms[0], vec![0.0, 9.5, 1001.0]);
+    }
+
     /// Only TCP over IPv4 is a segment; a packet too short for the header
     /// is none either.
     #[test]
@@ -647,6 +682,41 @@ mod tests {
         assert!(seq_lt(u32::MAX - 5, 10));
         assert!(!seq_lt(10, u32::MAX - 5));
         assert!(seq_le(7, 7));
+    }
+
+    #[test]
+    fn other_link_types_are_read_as_ip_or_refused_by_name() {
+        // The capture's interface given another link type (the field right
+        // after the section header's block).
+        let with_linktype = |frames: Vec<(u64, Vec<u8>)>, lt: u16| {
+            use crate::capture::pcapng::{read, Direction, Interface, Writer};
+            let iface = Interface {
+                name: "b0".into(),
+                description: String::new(),
+                snaplen: 128,
+            };
+            let mut w = Writer::new(Vec::new(), "", &[iface]).unwrap();
+            for (ts, f) in &frames {
+                w.packet(0, *ts, f.len() as u32, f, Direction::Outbound)
+                    .unwrap();
+            }
+            let mut b = w.finish().unwrap();
+            let shb = u32::from_le_bytes(b[4..8].try_into().unwrap()) as usize;
+            b[shb + 8..shb + 10].copy_from_slice(&lt.to_le_bytes());
+            read(&b).unwrap()
+        };
+        let ip = |seq: u32| frame(A, B, seq, 1, ACK, 1000, 2, 500)[14..].to_vec();
+        // IPv4 without a link header (LINKTYPE_IPV4): read.
+        let r = analyse(&with_linktype(vec![(1, ip(1)), (2, ip(1001))], 228), 0).unwrap();
+        assert_eq!(r.flows[0].data_packets, 2);
+        // 802.11 frames: refused, saying which link types are read.
+        let e = analyse(&with_linktype(vec![(1, ip(1))], 105), 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("link type 105"), "{e}");
+        // An empty capture of any link type: nothing in it.
+        let r = analyse(&with_linktype(vec![], 105), 0).unwrap();
+        assert!(r.flows.is_empty());
     }
 
     #[test]
