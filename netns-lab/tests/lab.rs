@@ -1004,7 +1004,8 @@ fn bench_measures_every_section_and_leaves_nothing() {
         );
     }
     // A star of 4 senders takes longer to build than one of 1 (3 more
-    // namespaces, veth pairs and routes).
+    // namespaces, veth pairs and routes: 0.13-0.14 s against 0.05-0.06 in
+    // three runs, 2026-12-05).
     let setup = |n: u64| {
         r["scale"].as_array().unwrap().iter().find(|s| s["senders"] == n).unwrap()["setup_s"]
             .as_f64()
