@@ -520,6 +520,34 @@ mod tests {
         short.extend(16u32.to_le_bytes());
         let e = read(&short).unwrap_err().to_string();
         assert!(e.contains("corrupt interface description"), "{e}");
+        // An option 4 bytes longer than what is left, a section header with
+        // no byte-order magic.
+        let cap = read(&file(false, &name_option(false, 8))).unwrap();
+        assert_eq!(cap.interfaces[0].name, "interface 0");
+        let mut f = file(false, &[]);
+        f[8..12].copy_from_slice(&[1, 2, 3, 4]);
+        let e = read(&f).unwrap_err().to_string();
+        assert!(e.contains("no byte-order magic"), "{e}");
+        // A packet block of 20 bytes holds an empty packet; of 16, none.
+        let mut f = file(false, &[]);
+        let epb = f.len() - 12 - 24;
+        f.truncate(epb);
+        for (len, fields) in [(32u32, [0u32, 0, 5, 0, 0]), (28, [0, 0, 5, 0, 0])] {
+            let mut g = f.clone();
+            g.extend(ENHANCED_PACKET.to_le_bytes());
+            g.extend(len.to_le_bytes());
+            for v in &fields[..(len as usize - 12) / 4] {
+                g.extend(v.to_le_bytes());
+            }
+            g.extend(len.to_le_bytes());
+            match read(&g) {
+                Ok(cap) => assert!(len == 32 && cap.packets[0].data.is_empty()),
+                Err(e) => assert!(
+                    len == 28 && e.to_string().contains("corrupt packet block"),
+                    "{e}"
+                ),
+            }
+        }
         // A block of an unknown type, 12 bytes and empty, is passed over; 8
         // bytes after the last block are a block cut short.
         let mut f = file(false, &name_option(false, 4));
