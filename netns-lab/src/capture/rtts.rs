@@ -484,6 +484,12 @@ mod tests {
     }
 
     fn capture(frames: Vec<(u64, Vec<u8>)>) -> Capture {
+        capture_as(frames, crate::capture::pcapng::LINKTYPE_ETHERNET)
+    }
+
+    /// The frames written by the lab's writer, its interface then given
+    /// link type `lt` (the field right after the section header's block).
+    fn capture_as(frames: Vec<(u64, Vec<u8>)>, lt: u16) -> Capture {
         use crate::capture::pcapng::{read, Direction, Interface, Writer};
         let iface = Interface {
             name: "b0".into(),
@@ -495,7 +501,10 @@ mod tests {
             w.packet(0, *ts, f.len() as u32, f, Direction::Outbound)
                 .unwrap();
         }
-        read(&w.finish().unwrap()).unwrap()
+        let mut b = w.finish().unwrap();
+        let shb = u32::from_le_bytes(b[4..8].try_into().unwrap()) as usize;
+        b[shb + 8..shb + 10].copy_from_slice(&lt.to_le_bytes());
+        read(&b).unwrap()
     }
 
     /// A handshake, then segments of 1000 bytes as the script says; ACKs
@@ -686,36 +695,17 @@ mod tests {
 
     #[test]
     fn other_link_types_are_read_as_ip_or_refused_by_name() {
-        // The capture's interface given another link type (the field right
-        // after the section header's block).
-        let with_linktype = |frames: Vec<(u64, Vec<u8>)>, lt: u16| {
-            use crate::capture::pcapng::{read, Direction, Interface, Writer};
-            let iface = Interface {
-                name: "b0".into(),
-                description: String::new(),
-                snaplen: 128,
-            };
-            let mut w = Writer::new(Vec::new(), "", &[iface]).unwrap();
-            for (ts, f) in &frames {
-                w.packet(0, *ts, f.len() as u32, f, Direction::Outbound)
-                    .unwrap();
-            }
-            let mut b = w.finish().unwrap();
-            let shb = u32::from_le_bytes(b[4..8].try_into().unwrap()) as usize;
-            b[shb + 8..shb + 10].copy_from_slice(&lt.to_le_bytes());
-            read(&b).unwrap()
-        };
         let ip = |seq: u32| frame(A, B, seq, 1, ACK, 1000, 2, 500)[14..].to_vec();
         // IPv4 without a link header (LINKTYPE_IPV4): read.
-        let r = analyse(&with_linktype(vec![(1, ip(1)), (2, ip(1001))], 228), 0).unwrap();
+        let r = analyse(&capture_as(vec![(1, ip(1)), (2, ip(1001))], 228), 0).unwrap();
         assert_eq!(r.flows[0].data_packets, 2);
         // 802.11 frames: refused, saying which link types are read.
-        let e = analyse(&with_linktype(vec![(1, ip(1))], 105), 0)
+        let e = analyse(&capture_as(vec![(1, ip(1))], 105), 0)
             .unwrap_err()
             .to_string();
         assert!(e.contains("link type 105"), "{e}");
         // An empty capture of any link type: nothing in it.
-        let r = analyse(&with_linktype(vec![], 105), 0).unwrap();
+        let r = analyse(&capture_as(vec![], 105), 0).unwrap();
         assert!(r.flows.is_empty());
     }
 
