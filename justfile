@@ -80,10 +80,12 @@ test-fast: _root
 # Sums cargo's "test result:" lines of a log: TIER: ran, passed, failed,
 # ignored, skipped (a test that found it cannot run here prints
 # `SKIP <test>: <why>` and passes; it is counted as skipped, not passed) and
-# repeated (`RETRY <test>: <first failure>`, common::judged_twice); then
-# each failure's test and first line, so a log's tail says why it failed
+# repeated (`RETRY <test>: <first failure>`, common::judged_twice); the
+# CPU steal the findings' runs recorded (their `FIGURES` lines' steal_*:
+# how many, the most, how many over common::STEAL_CAP's 25 %); then each
+# failure's test and first line, so a log's tail says why it failed
 _test-counts TIER LOG:
-    @awk -v tier="{{TIER}}" '/^test result:/ { for (i = 1; i < NF; i++) { w = $(i + 1); if (w ~ /^passed/) p += $i; else if (w ~ /^failed/) f += $i; else if (w ~ /^ignored/) g += $i } } /^SKIP / { s++; print "  " $0 } /^RETRY / { r++; print "  " $0 } /panicked at/ { why = 1; sub(/^.*thread /, ""); fail[++n] = $0; next } why > 0 { fail[n] = fail[n] " " $0; why-- } END { printf "%s: %d tests ran, %d passed, %d failed, %d ignored, %d skipped, %d repeated\n", tier, p - s + f, p - s, f, g, s, r; for (i = 1; i <= n; i++) print "  FAILED " fail[i] }' {{LOG}}
+    @awk -v tier="{{TIER}}" '/^test result:/ { for (i = 1; i < NF; i++) { w = $(i + 1); if (w ~ /^passed/) p += $i; else if (w ~ /^failed/) f += $i; else if (w ~ /^ignored/) g += $i } } /^SKIP / { s++; print "  " $0 } /^RETRY / { r++; print "  " $0 } /^FIGURES / { for (i = 3; i <= NF; i++) if ($i ~ /^steal[a-z_]*=/) { v = substr($i, index($i, "=") + 1) + 0; ns++; if (v > most) most = v; if (v > 0.25) over++ } } /panicked at/ { why = 1; sub(/^.*thread /, ""); fail[++n] = $0; next } why > 0 { fail[n] = fail[n] " " $0; why-- } END { printf "%s: %d tests ran, %d passed, %d failed, %d ignored, %d skipped, %d repeated\n", tier, p - s + f, p - s, f, g, s, r; if (ns) printf "  steal: %d readings, at most %.1f %%, %d over the 25 %% cap\n", ns, most * 100, over; for (i = 1; i <= n; i++) print "  FAILED " fail[i] }' {{LOG}}
 
 # Queue occupancy, DCTCP against TCP (paper Fig. 1): `just lab-queue --quick`, `lab queue --help`
 lab-queue *ARGS: _root

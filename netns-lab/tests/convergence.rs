@@ -12,7 +12,7 @@ mod common;
 
 use common::{
     judged_twice,
-    assert_csv, assert_plots, assert_refused, busy_floor, json, lab, namespaces_with, require_root,
+    assert_csv, assert_plots, assert_refused, busy_floor, figures, json, lab, namespaces_with, require_root,
     row_numbers, serial, stderr, tmpdir,
 };
 
@@ -143,6 +143,37 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue_once() {
         by("cubic@droptail"),
         by("reno@droptail"),
     );
+    let mean_jain = |r: &Value| {
+        let j: Vec<f64> = shared(r).map(|p| num(&p["jain"])).collect();
+        j.iter().sum::<f64>() / j.len() as f64
+    };
+    let q = |r: &Value| -> Vec<f64> {
+        r["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| num(&p["queue_mean"]))
+            .collect()
+    };
+    let fold = |v: Vec<f64>, f: fn(f64, f64) -> f64| v.into_iter().reduce(f).unwrap();
+    let all = |each: &dyn Fn(&Value) -> Vec<f64>| runs.iter().flat_map(each).collect::<Vec<f64>>();
+    let shares = |r: &Value| -> Vec<f64> {
+        r["phases"].as_array().unwrap().iter().map(|p| num(&p["goodput_share"])).collect()
+    };
+    figures(&[
+        ("dctcp_min_jain", min_jain(dctcp)),
+        ("cubic_min_jain", min_jain(cubic)),
+        ("dctcp_mean_jain", mean_jain(dctcp)),
+        ("cubic_mean_jain", mean_jain(cubic)),
+        ("cubic_converge_s", median(changes_leaving(cubic, "smoothed_s", 2))),
+        ("dctcp_converge_s", median(changes_leaving(dctcp, "smoothed_s", 2))),
+        ("dctcp_queue_lo", fold(q(dctcp), f64::min)),
+        ("dctcp_queue_hi", fold(q(dctcp), f64::max)),
+        ("tcp_queue_over_dctcp", fold(all(&|r| if r == dctcp { vec![f64::MAX] } else { q(r) }), f64::min) / fold(q(dctcp), f64::max)),
+        ("share_lo", fold(all(&shares), f64::min)),
+        ("last_leave_s", fold(all(&|r| vec![takeover_s(r)]), f64::max)),
+        ("steal_hi", fold(all(&|r| vec![num(&r["steal_share"])]), f64::max)),
+    ]);
 
     // The schedule as the receiver saw it: 0-5, 5-10, 10-15 (3 flows),
     // 15-20, 20-25 s. Through DCTCP's short queue each flow's first byte
@@ -218,49 +249,39 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue_once() {
     // phase's second half (2.5 s) it can come near: its min Jain read
     // 0.54-0.94 in the same 18 runs, 0.94 against DCTCP's 0.96 in the
     // CI run's. Its mean over the shared phases read 0.84-0.92 in six
-    // runs against DCTCP's 0.994-1.000: the direction is asserted, on the
-    // mean of the three phases rather than the worst one.
-    let mean_jain = |r: &Value| {
-        let j: Vec<f64> = shared(r).map(|p| num(&p["jain"])).collect();
-        j.iter().sum::<f64>() / j.len() as f64
-    };
+    // runs against DCTCP's 0.994-1.000, and 0.82-0.96 in ten pinned ones
+    // (2026-12-05) against 0.998-1.000, at least 0.036 below: the direction
+    // is asserted, on the mean of the three phases rather than the worst.
     let (dm, cm) = (mean_jain(dctcp), mean_jain(cubic));
     assert!(dm > cm, "DCTCP mean Jain {dm} against cubic's {cm}");
     // On 1 s means cubic's flows are not within 10 % of the fair share for
     // 1 s after a change that leaves two or more flows: the median of the
-    // quick run's three such changes was the phase's 5 s in every run (all
-    // three never converged in six pinned runs on 2026-11-29, two of the
-    // three in a CI run). The fourth change leaves one flow to take the
-    // freed link, which cubic too does at once or nearly (0.0-0.5 s in the
-    // six, 1.3 s in CI's): a median over all four (the lower middle one)
-    // read 1.3 s in that CI run ([0.7, 5.0, 5.0, 1.3]) and failed it. DCTCP's usually converge at once (median
-    // 0.0 s in five runs), but a later run had [5.0, 5.0, 2.2, 0.0]: too few
-    // changes for a median with margin, so DCTCP's convergence time is
-    // reported (summary.md), not asserted.
-    // So is the CoV: the paper's steadier DCTCP does not show at this
-    // scale (six runs: DCTCP 0.061-0.089, cubic 0.044-0.071, reno
-    // 0.068-0.130), where a DCTCP flow's window is 8-12 packets and one
-    // packet more or less moves its 100 ms rate by about 10 %.
+    // quick run's three such changes was the phase's 5 s in every run (ten
+    // pinned runs on 2026-12-05, tools/spread, six on 2026-11-29, two of the
+    // three in a CI run). DCTCP's converge at once: medians 0.0 s in the ten
+    // (unpinned, once [5.0, 5.0, 2.2] while the known issue struck). The
+    // fourth change leaves one flow to take the freed link, which cubic too
+    // does at once or nearly (0.0-0.5 s, 1.3 s in CI's): a median over all
+    // four read 1.3 s in that CI run ([0.7, 5.0, 5.0, 1.3]) and failed it.
+    // The CoV is reported, not asserted: the paper's steadier DCTCP does
+    // not show at this scale (six runs: DCTCP 0.061-0.089, cubic
+    // 0.044-0.071, reno 0.068-0.130), where a DCTCP flow's window is 8-12
+    // packets and one packet more or less moves its 100 ms rate by about
+    // 10 %.
     let cu = changes_leaving(cubic, "smoothed_s", 2);
     assert!(median(cu.clone()) >= 2.5, "cubic on means {cu:?}");
-    // Queues: DCTCP's mean per phase 16.0-24.5 (K = 20; 16.5-18.8 in ten
-    // pinned runs); TCP's 210-397, at least 11.7 times DCTCP's largest in
-    // every one of those ten.
-    let q = |r: &Value| -> Vec<f64> {
-        r["phases"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| num(&p["queue_mean"]))
-            .collect()
-    };
+    let du = changes_leaving(dctcp, "smoothed_s", 2);
+    assert!(median(du.clone()) <= 1.0, "DCTCP on means {du:?}, cubic's {cu:?}");
+    // Queues: DCTCP's mean per phase 16.5-18.8 in twenty pinned runs (K =
+    // 20; 16.0-24.5 unpinned); TCP's at least 11.3 times DCTCP's largest in
+    // every one of them.
     let dq = q(dctcp);
-    assert!(dq.iter().all(|m| (12.0..=30.0).contains(m)), "DCTCP {dq:?}");
+    assert!(dq.iter().all(|m| (14.0..=24.0).contains(m)), "DCTCP {dq:?}");
     let top = dq.iter().copied().fold(0.0, f64::max);
     for r in [cubic, reno] {
         let tq = q(r);
         assert!(
-            tq.iter().all(|m| *m >= 5.0 * top),
+            tq.iter().all(|m| *m >= 8.0 * top),
             "{}: {tq:?} against DCTCP's {dq:?}",
             r["variant"]
         );

@@ -14,7 +14,7 @@ use tc_qdisc::{Backend, Bottleneck, BpfSwitch};
 
 mod common;
 
-use common::{require_root, serial, udp_with_tos};
+use common::{figures, require_root, serial, udp_with_tos};
 
 const RATE: u64 = 10_000_000;
 const BUFFER: u32 = 200;
@@ -297,13 +297,19 @@ fn a_rate_change_moves_the_link_and_the_markers_estimate_together() {
     });
     std::thread::sleep(Duration::from_millis(300));
     let trace = sw.take_dualpi2_trace().unwrap();
-    eprintln!("L leaf sent {before:.0} bit/s before, {after:.0} after the change");
+    figures(&[
+        ("before_of_rate", before / RATE as f64),
+        ("after_of_rate", after / AFTER as f64),
+    ]);
+    // The leaf's rate within 5 % of the class's, before and after: 0.997-1.002
+    // and 0.995-1.006 of it in ten runs (2026-12-05, tools/spread); with the
+    // class left at 10 Mbit/s it reads 2.0 after.
     assert!(
-        (before / RATE as f64 - 1.0).abs() < 0.15,
+        (before / RATE as f64 - 1.0).abs() < 0.05,
         "{before} bit/s at 10 Mbit/s"
     );
     assert!(
-        (after / AFTER as f64 - 1.0).abs() < 0.15,
+        (after / AFTER as f64 - 1.0).abs() < 0.05,
         "{after} bit/s at 5 Mbit/s"
     );
 

@@ -7,8 +7,8 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_plots, assert_refused, busy_floor, json, lab, namespaces_with, require_root, serial,
-    stderr, steal_capped, tmpdir,
+    assert_plots, assert_refused, busy_floor, figures, json, lab, namespaces_with, require_root, serial,
+    stderr, judged_twice, tmpdir,
 };
 
 /// Bounds from 6 quick runs on this kernel (K = 2, 8, 28, 95 and the
@@ -20,7 +20,7 @@ use common::{
 fn ksweep_finds_the_queue_empty_below_k_opt_and_busy_above() {
     require_root();
     let _serial = serial();
-    steal_capped(ksweep_finds_the_queue_empty_below_k_opt_and_busy_above_once);
+    judged_twice(ksweep_finds_the_queue_empty_below_k_opt_and_busy_above_once);
 }
 
 fn ksweep_finds_the_queue_empty_below_k_opt_and_busy_above_once() {
@@ -37,14 +37,30 @@ fn ksweep_finds_the_queue_empty_below_k_opt_and_busy_above_once() {
     };
     let (low, high) = (at(2), at(95));
     let f = |r: &Value, key: &str| r[key].as_f64().unwrap();
-    // K_opt/4 runs the queue empty half the time and the link below 90 %
-    // (ten runs on the lab's own CPU, 2026-11-28: empty 75.3-78.0 %,
-    // utilization 77.8-85.0 %; K = 95: empty 0 %, 99.7-100 %).
+    let k = json(&out.join("k_min.json"));
+    let k = &k[0];
+    let (k_min, below) = (
+        k["k_min"].as_u64().expect("K_min found"),
+        k["k_below"].as_u64().unwrap(),
+    );
+    let ratio = k_min as f64 / k["k_opt"].as_f64().unwrap();
+    figures(&[
+        ("empty_low", f(low, "empty")),
+        ("util_low", f(low, "utilization")),
+        ("empty_high", f(high, "empty")),
+        ("util_high", f(high, "utilization")),
+        ("k_min_over_k_opt", ratio),
+        ("steal_high", f(high, "steal_share")),
+    ]);
+    // K_opt/4 runs the queue empty two thirds of the time and the link
+    // below 90 % (ten runs on the lab's own CPU, 2026-11-28: empty
+    // 75.3-78.0 %, utilization 77.8-85.0 %; ten more, 2026-12-05,
+    // tools/spread: 76.0-78.2 %, 78.0-82.1 %; K = 95: empty 0 %, 99.7-100 %).
     // (Unpinned, a strike of the known issue (README) could fill it: a
     // fresh clone's suite, 2026-11-26, read empty 9.3 % after 6 / 6 / 126
     // guard repairs; the test runs on its own CPU, `serial`.)
     assert!(
-        f(low, "empty") >= 0.5,
+        f(low, "empty") >= 0.65,
         "K = K_opt/4: empty {} (guard repairs {})",
         low["empty"],
         low["guard_repairs"]
@@ -70,12 +86,6 @@ fn ksweep_finds_the_queue_empty_below_k_opt_and_busy_above_once() {
         high["utilization"],
         low["utilization"]
     );
-    let k = json(&out.join("k_min.json"));
-    let k = &k[0];
-    let (k_min, below) = (
-        k["k_min"].as_u64().expect("K_min found"),
-        k["k_below"].as_u64().unwrap(),
-    );
     // K_min and the K below it are what their runs measured (grid or
     // bisection): empty more often than the target at `below`, at most it
     // at K_min. (`below < k_min` alone held by construction.)
@@ -90,22 +100,20 @@ fn ksweep_finds_the_queue_empty_below_k_opt_and_busy_above_once() {
     if below > 0 {
         assert!(empty_at(below) > target, "K below {below}: {k}");
     }
-    // Seed 001's finding: the queue stops running empty near 2 K_opt
-    // (DCTCP's smaller oscillation here can keep it busy lower). Quick runs
-    // read 0.84 (K_min 8 at K_opt 9.5) in all ten on the lab's own CPU
-    // (2026-11-28, no guard repair); unpinned 0.84 in 9 of 10 and 1.36
-    // once; a fresh clone's suite 1.89 (2026-11-28: K = 8 empty 5.7 %
-    // against the 5 % target, then the bisection's K = 13 10.8 % at 92.9 %
-    // utilization, K = 18 0.1 %); the Debian VM 2.1. K = 8 sits at the
-    // target, so one noisy run moves K_min a bisection step (13 or 18).
-    // Held within 0.5-2.5 K_opt (K_min 5-23): a marker that never marks
-    // puts it at the grid's first K (0.21), one that marks everything past
-    // the last, and one that marks late at the grid's 28 (2.94); reaching
-    // 28 here would also take K = 18 running empty over 5 % of the time,
-    // where the queue's trough is about 10 packets (0.1 % in every run).
-    let ratio = k_min as f64 / k["k_opt"].as_f64().unwrap();
+    // Seed 001 finds the queue stops running empty near 2 K_opt; the lab
+    // finds it at 0.84 K_opt (K_min 8 at K_opt 9.5): DCTCP's oscillation
+    // here is smaller than the analysis', so a lower K keeps the link busy
+    // (docs/lab/ksweep.md). Quick runs on the lab's own CPU read 0.84 in
+    // all 25 (ten 2026-11-28, five later, ten 2026-12-05 by tools/spread;
+    // no guard repair); unpinned 0.84 in 9 of 10 and 1.36 once; a fresh
+    // clone's suite 1.89 (2026-11-28: K = 8 empty 5.7 % against the 5 %
+    // target, the bisection's K = 13 10.8 %); the Debian VM 2.1. K = 8 sits
+    // near the target, so a noisy run can move K_min a bisection step:
+    // judged twice. Held within 0.5-1.5 K_opt (K_min 5-14), which the
+    // seed's 2 lies outside: a marker that never marks puts it at the
+    // grid's first K (0.21), one that marks late at 18 or more (1.89+).
     assert!(
-        (0.5..=2.5).contains(&ratio),
+        (0.5..=1.5).contains(&ratio),
         "K_min / K_opt {ratio:.2}: {k}"
     );
     // Every K of the bisection lies between the grid's neighbours of the boundary.

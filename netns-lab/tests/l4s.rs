@@ -8,7 +8,7 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_refused, judged_twice, json, lab, namespaces_with, require_root, serial, skip,
+    assert_refused, figures, judged_twice, json, lab, namespaces_with, require_root, serial, skip,
     stderr, tmpdir,
 };
 
@@ -52,11 +52,7 @@ fn fallback_once() {
     let of = |s: &str| runs.iter().find(|r| r["scalable"] == s).unwrap();
     let ratio = |r: &Value| r["ratio"].as_f64().unwrap();
     let (off, on) = (of("bpf_prague"), of("bpf_prague+classic_ecn=1"));
-    eprintln!(
-        "ratio prague / cubic: {:.2} without the fallback, {:.2} with it",
-        ratio(off),
-        ratio(on)
-    );
+    figures(&[("ratio_without", ratio(off)), ("ratio_with", ratio(on))]);
     // Ten pinned runs on this host (2026-12-02, 0-26 % of the CPU stolen):
     // without the fallback 13.8-19.3, with it 0.96-1.32. A sender whose
     // fallback never engaged reads the first; one that fell back where RED
@@ -125,14 +121,13 @@ fn dualpi2_once() {
     let f = |v: &Value| v.as_f64().unwrap();
     let (dual, step) = (of("dualpi2"), of("step"));
     let (l, c) = (&dual["dualpi2"]["l"], &dual["dualpi2"]["c"]);
-    eprintln!(
-        "ratio prague / cubic: dualpi2 {:.2}, step {:.2}; L p99 {:.2} ms, C p50 {:.2} mean {:.2} ms",
-        f(&dual["ratio"]),
-        f(&step["ratio"]),
-        f(&l["sojourn_p99_ms"]),
-        f(&c["sojourn_p50_ms"]),
-        f(&c["sojourn_mean_ms"])
-    );
+    figures(&[
+        ("ratio_dualpi2", f(&dual["ratio"])),
+        ("ratio_step", f(&step["ratio"])),
+        ("l_p99_ms", f(&l["sojourn_p99_ms"])),
+        ("c_p50_ms", f(&c["sojourn_p50_ms"])),
+        ("c_mean_ms", f(&c["sojourn_mean_ms"])),
+    ]);
     // Ten pinned runs here (2026-12-02): ratio through DualPI2 1.46-2.77,
     // through the step 23.9-29.4; L's p99 under 0.033 ms (the first
     // bucket) in all ten, C's mean 13.2-14.6 ms against the 15 ms target.
@@ -160,7 +155,15 @@ fn dualpi2_once() {
     let ((prague, p_goodput, p_expected), (cubic, c_goodput, c_expected)) =
         (step_of("bpf_prague"), step_of("cubic"));
     let back = |r: &Value| r["back_s"].as_f64().unwrap_or(f64::INFINITY);
-    eprintln!("after the step: prague {prague}, cubic {cubic}");
+    figures(&[
+        ("prague_peak_of_expected", f(&prague["peak_ms"]) / p_expected),
+        ("prague_settled_ms", f(&prague["settled_ms"])),
+        ("prague_back_s", back(prague)),
+        ("cubic_peak_of_expected", f(&cubic["peak_ms"]) / c_expected),
+        ("cubic_settled_ms", f(&cubic["settled_ms"])),
+        ("cubic_back_s", back(cubic)),
+        ("goodput_after_lo", p_goodput.min(c_goodput)),
+    ]);
     // Ten pinned runs here (2026-12-03): Prague's L queue peaked at
     // 21.2-23.0 ms, 1.02-1.11 times what its window could queue (twice
     // the new BDP: 20.7-20.8 ms), was back at its level in 0.3-0.4 s and
@@ -193,7 +196,7 @@ fn dualpi2_once() {
         f(&fct["fct_us"]["mean"]) / 1e3
     };
     let (dp, dc, sc) = (fct_of("dualpi2", 0), fct_of("dualpi2", 1), fct_of("step", 1));
-    eprintln!("short flows' mean FCT: dualpi2 prague {dp:.1} cubic {dc:.1} ms; step cubic {sc:.1} ms");
+    figures(&[("short_prague_ms", dp), ("short_cubic_ms", dc), ("short_cubic_step_ms", sc)]);
     // Ten pinned runs here (2026-12-04): through DualPI2 Prague 128.1-134.4
     // ms, cubic 130.7-141.8 (0.97-1.09 x Prague's); through the step cubic
     // 231.8-271.9 (1.63-2.04 x its DualPI2 figure).

@@ -12,7 +12,7 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_near, assert_refused, assert_results, busy_floor, json, judged_twice, judged_twice_to,
+    assert_near, assert_refused, assert_results, busy_floor, figures, json, judged_twice, judged_twice_to,
     lab, namespaces_with, outcome, processes, quick_queue, ratio_band, require_root, row_numbers,
     run_quick_queue, serial, stderr, steal_capped, steal_capped_to, tmpdir, wait_until_gone,
 };
@@ -76,6 +76,13 @@ fn quick_queue_experiment_reproduces_the_shape_of_fig1_once() {
         "DCTCP median queue {median}, K = 20"
     );
     let over_time = dctcp["queue_over_time"]["mean"].as_f64().unwrap();
+    figures(&[
+        ("dctcp_median", median),
+        ("dctcp_mean_over_time", over_time),
+        ("cubic_over_dctcp", cubic_mean / median),
+        ("dctcp_util", dctcp["utilization"].as_f64().unwrap()),
+        ("steal_dctcp", dctcp["steal_share"].as_f64().unwrap()),
+    ]);
     assert!(
         (16.0..=21.0).contains(&over_time),
         "DCTCP mean queue over time {over_time}, K = 20"
@@ -597,16 +604,16 @@ fn a_lab_runs_where_bpffs_is_not_mounted_yet() {
     assert!(r["marks"].as_u64().unwrap() > 0, "{r}");
 }
 
-/// `lab xdctcp --quick` and `lab variants --quick` end to end: real short
-/// and long flows, every result file, the seed's claim beside the figures.
+/// `lab xdctcp --quick` end to end: real short and long flows, every result
+/// file, the seed's claim beside the figures.
 #[test]
-fn quick_xdctcp_and_variants_labs_write_their_results() {
+fn quick_xdctcp_finishes_short_flows_sooner_at_the_long_flows_rate() {
     require_root();
     let _serial = serial();
-    steal_capped(quick_xdctcp_and_variants_labs_write_their_results_once);
+    steal_capped(quick_xdctcp_finishes_short_flows_sooner_at_the_long_flows_rate_once);
 }
 
-fn quick_xdctcp_and_variants_labs_write_their_results_once() {
+fn quick_xdctcp_finishes_short_flows_sooner_at_the_long_flows_rate_once() {
     let before = namespaces_with("dl");
 
     let out = tmpdir("xdctcp");
@@ -636,11 +643,12 @@ fn quick_xdctcp_and_variants_labs_write_their_results_once() {
     assert_near(row[2], x, 0.011, "xDCTCP's mean (ms)");
     assert_near(row[3], d, 0.011, "DCTCP's mean (ms)");
     // The finding: xDCTCP finishes short flows sooner at the same long-flow
-    // throughput. Five quick runs (2026-11-24): median short-flow
-    // completion 0.60-0.69 of DCTCP's (the mean 0.55-0.69, but a burst of
-    // the kernel issue in one run moves a mean, not a median), long flows
-    // 79.0-79.3 Mbit/s in both; a later run (2026-11-25) had DCTCP's at
-    // 74.0 against xDCTCP's 79.2 (-6.6 %), so the bound is 10 %.
+    // throughput. Ten quick runs on the lab's own CPU (2026-12-05,
+    // tools/spread, 0-0.3 % steal): median short-flow completion 0.63-0.71
+    // of DCTCP's, the mean (the seed's figure: 0.934) 0.65-0.69, long flows
+    // 0.999-1.000 of DCTCP's. Unpinned (2026-11-24/25), where a burst of the
+    // kernel issue moved a mean, the median read 0.60-0.69 and the long
+    // flows once 6.6 % apart. Held to 0.80 (median and mean) and 5 %.
     let p50 = |label: &str| {
         runs.iter()
             .find(|r| r["label"] == label)
@@ -657,8 +665,13 @@ fn quick_xdctcp_and_variants_labs_write_their_results_once() {
         .map(|r| r["steal_share"].as_f64().unwrap())
         .unwrap();
     assert!(
-        px <= 0.85 * pd / (1.0 - steal_x),
+        px <= 0.80 * pd / (1.0 - steal_x),
         "xDCTCP's median {px} us against DCTCP's {pd} us ({:.1} % of its CPU stolen)",
+        steal_x * 100.0
+    );
+    assert!(
+        x <= 0.80 * d / (1.0 - steal_x),
+        "xDCTCP's mean {x} ms against DCTCP's {d} ms ({:.1} % of its CPU stolen)",
         steal_x * 100.0
     );
     // Each run with its own steal (docs/testing.md, "A stolen CPU").
@@ -672,8 +685,15 @@ fn quick_xdctcp_and_variants_labs_write_their_results_once() {
             .unwrap()
     };
     let ((lx, sx), (ld, sd)) = (long("xDCTCP"), long("DCTCP"));
+    figures(&[
+        ("median_fct_ratio", px / pd),
+        ("mean_fct_ratio", x / d),
+        ("long_ratio", lx / ld),
+        ("steal_x", sx),
+        ("steal_d", sd),
+    ]);
     assert!(
-        ratio_band(0.9, 1.1, sx, sd).contains(&(lx / ld)),
+        ratio_band(0.95, 1.05, sx, sd).contains(&(lx / ld)),
         "long flows {lx} against {ld} Mbit/s (steal {sx} / {sd})"
     );
     assert_eq!(runs.len(), 2);
@@ -695,7 +715,20 @@ fn quick_xdctcp_and_variants_labs_write_their_results_once() {
         runs[1]["fct"]["started"].as_u64().unwrap()
     );
     std::fs::remove_dir_all(&out).unwrap();
+    assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
+}
 
+/// `lab variants --quick` end to end: each of seed 002's modifications
+/// against DCTCP in the same run, every result file.
+#[test]
+fn quick_variants_lab_shows_each_modifications_effect() {
+    require_root();
+    let _serial = serial();
+    steal_capped(quick_variants_lab_shows_each_modifications_effect_once);
+}
+
+fn quick_variants_lab_shows_each_modifications_effect_once() {
+    let before = namespaces_with("dl");
     let out = tmpdir("variants");
     let o = lab(&[
         "variants",
@@ -725,15 +758,19 @@ fn quick_xdctcp_and_variants_labs_write_their_results_once() {
             "all four"
         ]
     );
-    // Each modification's effect against DCTCP in the same run, from six
-    // quick runs (2026-11-25):
-    // - per-ACK alpha at 10 bits is unfair or trapped (below): Jain 0.59-0.71,
-    //   where DCTCP has 0.975-1.000 and per-ACK at 1/2^20 0.963-1.000;
+    // Each modification's effect against DCTCP in the same run, from ten
+    // quick runs on the lab's own CPU (2026-12-05, tools/spread; six
+    // unpinned ones of 2026-11-25 in brackets):
+    // - per-ACK alpha at 10 bits is unfair or trapped (below): Jain
+    //   0.59-0.63 in nine, trapped in one (0.59-0.71), where DCTCP has
+    //   0.998-1.000 (0.975-1.000) and per-ACK at 1/2^20 0.996-1.000
+    //   (0.963-1.000);
     // - growth in CWR, and all four, hold alpha higher (more marks: the
-    //   window keeps growing through CWR): 1.49-1.74 and 1.58-2.26 times
-    //   DCTCP's;
+    //   window keeps growing through CWR): 1.62-1.66 and 1.73-1.77 times
+    //   DCTCP's (1.49-1.74 and 1.58-2.26);
     // - alpha at 1/2^20 alone behaves as DCTCP at this marking level (the
-    //   seed's effect needs very few marks): alpha within 0.016 of it.
+    //   seed's effect needs very few marks): alpha within 0.003 of it
+    //   (0.016).
     // The progressive cut's effect (cwnd settles sooner after slow start)
     // is too small against the spread of a 3 s run to assert here.
     let by = |label: &str| {
@@ -745,7 +782,16 @@ fn quick_xdctcp_and_variants_labs_write_their_results_once() {
     };
     let jain = |label: &str| by(label)["jain"].as_f64().unwrap();
     let alpha = |label: &str| by(label)["alpha_late"].as_f64().unwrap();
-    assert!(jain("DCTCP") >= 0.93, "{}", by("DCTCP"));
+    figures(&[
+        ("dctcp_jain", jain("DCTCP")),
+        ("per_ack_jain", jain("per-ACK alpha")),
+        ("per_ack_alpha", alpha("per-ACK alpha")),
+        ("per_ack_fine_jain", jain("per-ACK, 1/2^20")),
+        ("cwr_growth_alpha_x", alpha("growth in CWR") / alpha("DCTCP")),
+        ("all_four_alpha_x", alpha("all four") / alpha("DCTCP")),
+        ("fine_alpha_diff", (alpha("alpha 1/2^20") - alpha("DCTCP")).abs()),
+    ]);
+    assert!(jain("DCTCP") >= 0.95, "{}", by("DCTCP"));
     // Per-ACK alpha at 10 bits either falls into the trap (alpha zeroed,
     // below) or shares unfairly; six runs were unfair (Jain 0.59-0.71), and
     // a later one (2026-11-25) was trapped in both flows and fair (alpha
@@ -753,21 +799,21 @@ fn quick_xdctcp_and_variants_labs_write_their_results_once() {
     // depends on the run; one of the two on every run is the finding.
     let trapped = alpha("per-ACK alpha") < 0.01;
     assert!(
-        trapped || jain("per-ACK alpha") <= 0.85,
+        trapped || jain("per-ACK alpha") <= 0.80,
         "per-ACK alpha at 10 bits neither trapped nor unfair: {}",
         by("per-ACK alpha")
     );
-    assert!(jain("per-ACK, 1/2^20") >= 0.90, "{}", by("per-ACK, 1/2^20"));
+    assert!(jain("per-ACK, 1/2^20") >= 0.95, "{}", by("per-ACK, 1/2^20"));
     for label in ["growth in CWR", "all four"] {
         assert!(
-            alpha(label) >= 1.25 * alpha("DCTCP"),
+            alpha(label) >= 1.4 * alpha("DCTCP"),
             "{label}: alpha {} against DCTCP's {}",
             alpha(label),
             alpha("DCTCP")
         );
     }
     assert!(
-        (alpha("alpha 1/2^20") - alpha("DCTCP")).abs() <= 0.05,
+        (alpha("alpha 1/2^20") - alpha("DCTCP")).abs() <= 0.03,
         "alpha 1/2^20: {} against DCTCP's {}",
         alpha("alpha 1/2^20"),
         alpha("DCTCP")
@@ -979,8 +1025,9 @@ fn bench_measures_every_section_and_leaves_nothing() {
     }
     // `lab --pcap`'s capture beside the marker: measured per packet, and
     // its copies take the lab's one CPU from the path at the top rate
-    // (2026-12-05: 0.518-0.634 of the marker's goodput over 5 rounds); a
-    // capture that took nothing would leave it near 1.
+    // (2026-12-05: 0.518-0.634 of the marker's goodput over 5 rounds; the
+    // medians of ten runs 0.43-0.61); a capture that took nothing would
+    // leave it near 1.
     assert!(median("egress", "marker, no probe, with --pcap") > 0.0);
     let captured = r["switch"]["capture_ratio"]["median"].as_f64().unwrap();
     assert!(captured < 0.9, "goodput with a capture over without: {captured}");
@@ -1004,14 +1051,22 @@ fn bench_measures_every_section_and_leaves_nothing() {
         );
     }
     // A star of 4 senders takes longer to build than one of 1 (3 more
-    // namespaces, veth pairs and routes: 0.13-0.14 s against 0.05-0.06 in
-    // three runs, 2026-12-05).
+    // namespaces, veth pairs and routes): 0.10-0.12 s against 0.047-0.051
+    // in ten runs (2026-12-05, tools/spread), at least twice; held to 1.5
+    // times.
     let setup = |n: u64| {
         r["scale"].as_array().unwrap().iter().find(|s| s["senders"] == n).unwrap()["setup_s"]
             .as_f64()
             .unwrap()
     };
-    assert!(setup(4) > setup(1), "setup: 4 senders {} s, 1 sender {} s", setup(4), setup(1));
+    figures(&[
+        ("setup_1_s", setup(1)),
+        ("setup_4_s", setup(4)),
+        ("capture_ratio", captured),
+        ("perf_floor_ns", f),
+        ("perf_probe_ns", p),
+    ]);
+    assert!(setup(4) > 1.5 * setup(1), "setup: 4 senders {} s, 1 sender {} s", setup(4), setup(1));
     // The delay section: 100 Mbit/s without a delay, then at 1 ms through
     // the element, which carries the ACK path whole and in order and
     // costs the flows no goodput (ratio 0.98-1.00 measured).
@@ -1117,6 +1172,11 @@ fn incast_runs_every_point_and_256_workers_come_and_go_once() {
     };
     let (d, c) = (at_largest("bpf_dctcp"), at_largest("cubic"));
     let drops = |r: &Value| r["drops"].as_f64().unwrap();
+    figures(&[
+        ("dctcp_drops", drops(d)),
+        ("cubic_drops", drops(c)),
+        ("drops_ratio", drops(d) / drops(c)),
+    ]);
     assert!(
         drops(d) <= 0.5 * drops(c),
         "drops at N = {largest}: bpf_dctcp {} against cubic {}",
@@ -1143,6 +1203,50 @@ fn incast_runs_every_point_and_256_workers_come_and_go_once() {
     // All 256 workers answered in each of the 3 rounds (the client's count).
     assert_eq!(runs[0]["responses"], 256 * 3, "{}", runs[0]);
     assert_eq!(runs[0]["qct_ms"]["n"], 2);
+    std::fs::remove_dir_all(&out).unwrap();
+    assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
+}
+
+/// The incast onset where the lab's two differ most (`findings.rs` has
+/// the whole sweep, 8-96 workers, in the slow tier): at 16 workers, 100
+/// rounds each, cubic stretches more than 5 % of its rounds past ideal +
+/// RTO_min (its onset, the paper's about 10) and bpf_dctcp far fewer (its
+/// onset at 32 or later, the paper's about 35).
+#[test]
+fn at_16_workers_cubic_meets_incast_and_bpf_dctcp_does_not() {
+    require_root();
+    let _serial = serial();
+    judged_twice(at_16_workers_cubic_meets_incast_and_bpf_dctcp_does_not_once);
+}
+
+fn at_16_workers_cubic_meets_incast_and_bpf_dctcp_does_not_once() {
+    let before = namespaces_with("dl");
+    let out = tmpdir("incast-onset");
+    let o = lab(&[
+        "incast",
+        "--workers",
+        "16",
+        "--algorithms",
+        "bpf_dctcp,cubic",
+        "--rounds",
+        "100",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let runs = json(&out.join("runs.json"));
+    let stretched = |a: &str| {
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["algorithm"] == a)
+            .map(|r| r["slow_round_fraction"].as_f64().unwrap())
+            .unwrap()
+    };
+    let (d, c) = (stretched("bpf_dctcp"), stretched("cubic"));
+    figures(&[("dctcp_stretched", d), ("cubic_stretched", c)]);
+    assert!(c > 0.05, "cubic stretched {:.1} % of its rounds at 16 workers", c * 100.0);
+    assert!(d <= 0.05, "bpf_dctcp stretched {:.1} % of its rounds at 16 workers", d * 100.0);
     std::fs::remove_dir_all(&out).unwrap();
     assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
 }
@@ -1233,15 +1337,26 @@ fn rpc_lab_reports_both_sizes_for_both_algorithms_once() {
     // Jain's index 0.925-0.949 against 0.670-0.693, drops 0 against 0-126.
     let of = |a: &str| runs.iter().find(|r| r["algorithm"] == a).unwrap();
     let (d, c) = (of("bpf_dctcp"), of("cubic"));
-    let small = |r: &Value, k: &str| {
+    let size = |r: &Value, bytes: u64, k: &str| {
         r["sizes"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|s| s["bytes"] == 10_000)
+            .find(|s| s["bytes"] == bytes)
             .map(|s| s[k].as_f64().unwrap())
             .unwrap()
     };
+    let small = |r: &Value, k: &str| size(r, 10_000, k);
+    let num = |r: &Value, k: &str| r[k].as_f64().unwrap();
+    figures(&[
+        ("small_p50_ratio", small(d, "p50_us") / small(c, "p50_us")),
+        ("small_p99_ratio", small(d, "p99_us") / small(c, "p99_us")),
+        ("large_p50_ratio", size(d, 1_000_000, "p50_us") / size(c, 1_000_000, "p50_us")),
+        ("large_p99_ratio", size(d, 1_000_000, "p99_us") / size(c, 1_000_000, "p99_us")),
+        ("dctcp_jain", num(d, "jain")),
+        ("cubic_jain", num(c, "jain")),
+        ("cubic_drops", num(c, "drops")),
+    ]);
     for (k, bound) in [("p50_us", 0.8), ("p99_us", 0.5)] {
         assert!(
             small(d, k) <= bound * small(c, k),
@@ -1250,7 +1365,6 @@ fn rpc_lab_reports_both_sizes_for_both_algorithms_once() {
             small(c, k)
         );
     }
-    let num = |r: &Value, k: &str| r[k].as_f64().unwrap();
     assert!(
         num(d, "jain") >= num(c, "jain") + 0.15,
         "Jain: bpf_dctcp {} against cubic {}",

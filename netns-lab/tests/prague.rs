@@ -22,7 +22,7 @@ use netns_lab::traffic::cc::LabCc;
 
 mod common;
 
-use common::{require_root, serial, skip};
+use common::{figures, require_root, serial, skip};
 
 const TCP_CA_CWR: u8 = 2;
 const ECT_1: u8 = 1;
@@ -290,10 +290,17 @@ fn behind_a_classic_aqm_the_fallback_comes_as_the_models_and_cuts_by_half() {
         .count();
     let cuts = check_cuts(&flow, PRAGUE_DEFAULT_G);
     let first = flow.iter().find(|e| e.classic != 0).map(|e| e.ts_ns - flow[0].ts_ns);
-    eprintln!(
-        "{windows} windows, {cuts} cuts checked, {halved} of them Reno's half; fallback from {:?} ms",
-        first.map(|ns| ns / 1_000_000)
-    );
-    assert!(first.is_some(), "the fallback never came into force");
-    assert!(halved > 0, "no cut behind the classic AQM was Reno's");
+    figures(&[
+        ("windows", windows as f64),
+        ("cuts", cuts as f64),
+        ("halved", halved as f64),
+        ("fallback_from_s", first.map_or(f64::NAN, |ns| ns as f64 / 1e9)),
+    ]);
+    // Ten runs (2026-12-05, tools/spread): in force from 1.60-2.20 s, 9-12
+    // of 21-26 cuts halved. Held to half the fewest halved cuts and a
+    // fallback by 4 s of the 8 s run; with the fallback never engaged
+    // (tools/bpf-mutants' mutant 16) none comes into force.
+    let from = first.expect("the fallback never came into force") as f64 / 1e9;
+    assert!(from <= 4.0, "the fallback in force only from {from:.2} s");
+    assert!(halved >= 5, "{halved} of {cuts} cuts behind the classic AQM Reno's half");
 }

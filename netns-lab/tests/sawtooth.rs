@@ -8,7 +8,7 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_csv, assert_plots, assert_refused, busy_floor, json, lab, lab_cpu, namespaces_with,
+    assert_csv, assert_plots, assert_refused, busy_floor, figures, json, lab, lab_cpu, namespaces_with,
     require_root, serial, stderr, steal_capped, tmpdir,
 };
 
@@ -51,6 +51,18 @@ fn sawtooth_peaks_near_k_plus_n_with_unsynchronized_flows_once() {
     };
     let top = |r: &Value| f(r, &["queue", "cycles", "top"]);
     let window_top = |r: &Value| f(r, &["window", "cycles", "top"]) - f(r, &["theory", "bdp"]);
+    let opt = |r: &Value, path: &[&str]| path.iter().fold(r, |v, k| &v[*k]).as_f64().unwrap_or(f64::NAN);
+    figures(&[
+        ("top_2", top(two)),
+        ("top_10", top(ten)),
+        ("amplitude_2", f(two, &["queue", "cycles", "amplitude"])),
+        ("amplitude_10", f(ten, &["queue", "cycles", "amplitude"])),
+        ("flow_amplitude_2", opt(two, &["flow_amplitude"])),
+        ("flow_period_2_over_theory", opt(two, &["flow_period", "seconds"]) / f(two, &["theory_period_s"])),
+        ("flow_period_10_over_theory", opt(ten, &["flow_period", "seconds"]) / f(ten, &["theory_period_s"])),
+        ("correlation_2", opt(two, &["synchrony", "mean_correlation"])),
+        ("steal_10", f(ten, &["steal_share"])),
+    ]);
     // N = 2: the queue's cycles top out at K + N = 22 (runs: 21 in all ten),
     // the summed windows at C x RTT + 21.8 (all ten).
     assert!(

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{namespaces_with, outcome, require_root, serial, tmpdir, workspace_bin};
+use common::{figures, namespaces_with, outcome, require_root, serial, tmpdir, workspace_bin};
 
 const FLOWS: usize = 64;
 const SECS: u64 = 60;
@@ -251,6 +251,15 @@ fn sixty_four_flows_survive_a_minute_of_live_changes_and_watchers() {
     let o = outcome(&out, "100M-bpf_dctcp-bpf-step");
     assert_eq!(o["flows"].as_array().unwrap().len(), FLOWS);
     let mut gaps = longest_gaps(&o);
+    gaps.sort_unstable();
+    let repairs = |i: usize| o["guard_repairs"][i].as_f64().unwrap_or(0.0);
+    figures(&[
+        ("longest_silence_ms", (gaps[gaps.len() - 1] * 100) as f64),
+        ("second_silence_ms", (gaps[gaps.len() - 2] * 100) as f64),
+        ("sets", sets as f64),
+        ("guard_ssthresh", repairs(0)),
+        ("guard_cwnd", repairs(1)),
+    ]);
     eprintln!(
         "{sets} sets, {polls} flows polls, {} trace events; longest silence of a flow {} ms; guard {}; drops {}",
         events.load(Ordering::Relaxed),
@@ -272,14 +281,14 @@ fn sixty_four_flows_survive_a_minute_of_live_changes_and_watchers() {
         .filter(|&i| flows[i]["info"]["ecn"] == false)
         .collect();
     assert!(no_ecn.is_empty(), "flows without ECN: {no_ecn:?}");
-    // Every flow keeps going through the changes: silent at most 1 s
-    // (runs alone: 200 ms in 6 of 6). One may stall longer, amid the known
-    // issue's bursts (README; about 1,300 repairs and 50,000 holds a run
-    // here), which the changes do not cause.
-    gaps.sort_unstable();
+    // Every flow keeps going through the changes: silent at most 0.5 s.
+    // On the lab's own CPU no flow missed one 100 ms interval in ten runs
+    // (2026-12-05, tools/spread; 570-592 sets a run, no guard repair);
+    // unpinned, 200 ms in six, and one flow was let stall longer amid the
+    // known issue's bursts (README), which no longer strikes here.
     assert!(
-        gaps[gaps.len() - 2] <= 10,
-        "two or more flows delivered nothing for over a second (100 ms intervals): {gaps:?}"
+        gaps[gaps.len() - 1] <= 5,
+        "a flow delivered nothing for over half a second (100 ms intervals): {gaps:?}"
     );
     for (i, f) in flows.iter().enumerate() {
         if f["reset_at_close"] == true {

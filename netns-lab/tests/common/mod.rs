@@ -67,6 +67,25 @@ fn repeated_once_if(to: &mut impl std::io::Write, judge: impl Fn(), again: impl 
     judge();
 }
 
+/// Reports what a finding's test measured, as one line `FIGURES <test>
+/// name=value ...` on the real stderr (libtest captures only `eprintln!`), so
+/// `just test`'s log keeps every run's figures whether the test passes or
+/// not, and `tools/spread` gathers them over runs into the spread a bound is
+/// set from. A test may print several lines (distinct names); one judged
+/// twice prints them again for its second run.
+pub fn figures(values: &[(&str, f64)]) {
+    use std::io::Write;
+    let name = std::thread::current().name().unwrap_or("?").to_string();
+    let line: Vec<String> = values
+        .iter()
+        .map(|(k, v)| match v.fract() == 0.0 {
+            true => format!("{k}={v:.0}"),
+            false => format!("{k}={v:.4}"),
+        })
+        .collect();
+    let _ = writeln!(std::io::stderr(), "\nFIGURES {name} {}", line.join(" "));
+}
+
 pub fn require_root() {
     assert_eq!(
         unsafe { libc::geteuid() },
@@ -75,10 +94,15 @@ pub fn require_root() {
     );
 }
 
-/// Runs the `lab` binary of this build to completion.
+/// Runs the `lab` binary of this build to completion. The words of
+/// `LAB_TEST_ARGS`, when it is set, follow `args`: how a finding's test is
+/// run with the finding broken on purpose (`tools/spread -b`), e.g.
+/// `LAB_TEST_ARGS="--k 1000"`; never set by `just test`.
 pub fn lab(args: &[&str]) -> Output {
+    let extra = std::env::var("LAB_TEST_ARGS").unwrap_or_default();
     Command::new(env!("CARGO_BIN_EXE_lab"))
         .args(args)
+        .args(extra.split_whitespace())
         .output()
         .expect("running lab")
 }
