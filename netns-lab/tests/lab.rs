@@ -1157,7 +1157,9 @@ fn incast_runs_every_point_and_256_workers_come_and_go_once() {
     // (2026-11-25): drops 0-248 against 844-1332 (ratio at most 0.20);
     // 13 pinned runs (2026-12-05): 0-124 against 349-778 (at most 0.24).
     // A fresh clone's suite that day read 125 against 194 (0.64) once:
-    // judged twice, as the other comparisons on real traffic.
+    // judged twice, as the other comparisons on real traffic. Held to 0.35
+    // (a switch that marks only at 99 of the 100 packets' buffer read 0.48,
+    // then 0.15, 2026-12-05: marks at the buffer's end still spare drops).
     // Rounds slower than ideal + RTO_min read 0-5 % for bpf_dctcp against
     // 21-37 % for cubic there, but a seventh (a fresh clone's suite,
     // 2026-11-26) had cubic lose 1,183 packets with 1 slow round of 19
@@ -1178,7 +1180,7 @@ fn incast_runs_every_point_and_256_workers_come_and_go_once() {
         ("drops_ratio", drops(d) / drops(c)),
     ]);
     assert!(
-        drops(d) <= 0.5 * drops(c),
+        drops(d) <= 0.35 * drops(c),
         "drops at N = {largest}: bpf_dctcp {} against cubic {}",
         drops(d),
         drops(c)
@@ -1208,10 +1210,11 @@ fn incast_runs_every_point_and_256_workers_come_and_go_once() {
 }
 
 /// The incast onset where the lab's two differ most (`findings.rs` has
-/// the whole sweep, 8-96 workers, in the slow tier): at 16 workers, 100
-/// rounds each, cubic stretches more than 5 % of its rounds past ideal +
-/// RTO_min (its onset, the paper's about 10) and bpf_dctcp far fewer (its
-/// onset at 32 or later, the paper's about 35).
+/// the whole sweep, 8-96 workers, in the slow tier): at 16 workers, 200
+/// rounds each, cubic's rounds stretch past ideal + RTO_min (its onset,
+/// more than 5 %, comes at 16 or before; the paper's about 10) and
+/// bpf_dctcp's at most 2 % of them (its onset at 32 or later; the
+/// paper's about 35).
 #[test]
 fn at_16_workers_cubic_meets_incast_and_bpf_dctcp_does_not() {
     require_root();
@@ -1229,7 +1232,7 @@ fn at_16_workers_cubic_meets_incast_and_bpf_dctcp_does_not_once() {
         "--algorithms",
         "bpf_dctcp,cubic",
         "--rounds",
-        "100",
+        "200",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -1245,8 +1248,14 @@ fn at_16_workers_cubic_meets_incast_and_bpf_dctcp_does_not_once() {
     };
     let (d, c) = (stretched("bpf_dctcp"), stretched("cubic"));
     figures(&[("dctcp_stretched", d), ("cubic_stretched", c)]);
-    assert!(c > 0.05, "cubic stretched {:.1} % of its rounds at 16 workers", c * 100.0);
-    assert!(d <= 0.05, "bpf_dctcp stretched {:.1} % of its rounds at 16 workers", d * 100.0);
+    // Ten runs of 100 rounds (2026-12-05, tools/spread): cubic 7.1-13.1 %,
+    // bpf_dctcp 0 in seven, one round in three; with the switch marking
+    // only at 99 of its 100 packets bpf_dctcp read 7.1 %, then 2.0 %:
+    // hence 200 rounds. Eleven runs of 200: cubic 4.0-15.6 % (under the
+    // onset's 5 % once), bpf_dctcp 0-1.5 % (at most 3 rounds); with the
+    // marker never marking bpf_dctcp read 10.6 %, then 6.5 %.
+    assert!(c > 0.03, "cubic stretched {:.1} % of its rounds at 16 workers", c * 100.0);
+    assert!(d <= 0.02, "bpf_dctcp stretched {:.1} % of its rounds at 16 workers", d * 100.0);
     std::fs::remove_dir_all(&out).unwrap();
     assert_eq!(namespaces_with("dl"), before, "namespaces left behind");
 }
@@ -1365,6 +1374,17 @@ fn rpc_lab_reports_both_sizes_for_both_algorithms_once() {
             small(c, k)
         );
     }
+    // The 1 MB RPCs: DCTCP's tail somewhat above cubic's, as seed 004 found
+    // (its Fig. 6), its median level. Ten pinned runs (2026-12-05,
+    // tools/spread): p99 0.99-1.28 of cubic's, p50 0.96-1.04; 10 KB p50
+    // 0.37-0.63, p99 0.18-0.33, Jain 0.915-0.948 against 0.673-0.692.
+    let large = |k: &str| size(d, 1_000_000, k) / size(c, 1_000_000, k);
+    assert!(
+        (0.85..=1.6).contains(&large("p99_us")) && (0.85..=1.2).contains(&large("p50_us")),
+        "1 MB p99 {:.2}, p50 {:.2} of cubic's",
+        large("p99_us"),
+        large("p50_us")
+    );
     assert!(
         num(d, "jain") >= num(c, "jain") + 0.15,
         "Jain: bpf_dctcp {} against cubic {}",

@@ -97,14 +97,27 @@ pub fn require_root() {
 /// Runs the `lab` binary of this build to completion. The words of
 /// `LAB_TEST_ARGS`, when it is set, follow `args`: how a finding's test is
 /// run with the finding broken on purpose (`tools/spread -b`), e.g.
-/// `LAB_TEST_ARGS="--k 1000"`; never set by `just test`.
+/// `LAB_TEST_ARGS="--k 400"`, or `"queue: --k 400"` for the runs of that
+/// subcommand only; never set by `just test`.
 pub fn lab(args: &[&str]) -> Output {
-    let extra = std::env::var("LAB_TEST_ARGS").unwrap_or_default();
     Command::new(env!("CARGO_BIN_EXE_lab"))
         .args(args)
-        .args(extra.split_whitespace())
+        .args(broken_on_purpose(args))
         .output()
         .expect("running lab")
+}
+
+/// The words `LAB_TEST_ARGS` adds to a `lab` run of `args` (see [`lab`]).
+fn broken_on_purpose(args: &[&str]) -> Vec<String> {
+    let extra = std::env::var("LAB_TEST_ARGS").unwrap_or_default();
+    let (only, words) = match extra.split_once(':') {
+        Some((sub, rest)) if !sub.contains(' ') => (Some(sub.trim()), rest),
+        _ => (None, extra.as_str()),
+    };
+    match only {
+        Some(sub) if !args.contains(&sub) => Vec::new(),
+        _ => words.split_whitespace().map(String::from).collect(),
+    }
 }
 
 /// The CPU a test keeps its lab on (`serial`, `lab --cpus`): the last one
