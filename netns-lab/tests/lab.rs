@@ -12,9 +12,10 @@ use serde_json::Value;
 mod common;
 
 use common::{
-    assert_near, assert_refused, assert_results, busy_floor, figures, json, judged_twice, judged_twice_to,
-    lab, namespaces_with, outcome, processes, quick_queue, ratio_band, require_root, row_numbers,
-    run_quick_queue, serial, stderr, steal_capped, steal_capped_to, tmpdir, wait_until_gone,
+    assert_near, assert_refused, assert_results, busy_floor, figures, json, judged_twice,
+    judged_twice_to, lab, namespaces_with, outcome, processes, quick_queue, ratio_band,
+    require_root, row_numbers, run_quick_queue, serial, stderr, steal_capped, steal_capped_to,
+    stolen_ceiling, tmpdir, wait_until_gone,
 };
 
 /// Starts lab in the background, stderr captured.
@@ -656,8 +657,7 @@ fn quick_xdctcp_finishes_short_flows_sooner_at_the_long_flows_rate_once() {
             .unwrap()
     };
     // The bound gives way only to what the hypervisor took from xDCTCP's
-    // own run: a run that lost a share s of its CPU stood still for s of
-    // its time, which lengthens its flows by 1 / (1 - s) on average.
+    // own run (`stolen_ceiling`).
     let (px, pd) = (p50("xDCTCP"), p50("DCTCP"));
     let steal_x = runs
         .iter()
@@ -665,12 +665,12 @@ fn quick_xdctcp_finishes_short_flows_sooner_at_the_long_flows_rate_once() {
         .map(|r| r["steal_share"].as_f64().unwrap())
         .unwrap();
     assert!(
-        px <= 0.80 * pd / (1.0 - steal_x),
+        px <= stolen_ceiling(0.80 * pd, steal_x),
         "xDCTCP's median {px} us against DCTCP's {pd} us ({:.1} % of its CPU stolen)",
         steal_x * 100.0
     );
     assert!(
-        x <= 0.80 * d / (1.0 - steal_x),
+        x <= stolen_ceiling(0.80 * d, steal_x),
         "xDCTCP's mean {x} ms against DCTCP's {d} ms ({:.1} % of its CPU stolen)",
         steal_x * 100.0
     );

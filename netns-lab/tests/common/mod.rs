@@ -144,6 +144,15 @@ pub fn busy_floor(floor: f64, steal: f64) -> f64 {
     floor * (1.0 - steal)
 }
 
+/// A ceiling on a time a run measured (a flow's completion), raised by the
+/// share of the lab's CPU the hypervisor took: a run that lost `steal` of
+/// it stood still for that share of its time, which lengthens its flows by
+/// 1 / (1 - steal) on average. Up to STEAL_CAP, as [`busy_floor`].
+pub fn stolen_ceiling(ceiling: f64, steal: f64) -> f64 {
+    capped(steal);
+    ceiling / (1.0 - steal)
+}
+
 /// The most of the lab's CPU the hypervisor may take from a run that is
 /// judged: a bound gives way to steal only up to here. The recorded runs
 /// took 0.4-15 % (15 pinned runs, 2026-11-29), 12 % and 28 % (one fresh
