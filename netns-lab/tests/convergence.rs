@@ -160,6 +160,7 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue_once() {
     let shares = |r: &Value| -> Vec<f64> {
         r["phases"].as_array().unwrap().iter().map(|p| num(&p["goodput_share"])).collect()
     };
+    let tcp_queues: Vec<f64> = [cubic, reno].into_iter().flat_map(q).collect();
     figures(&[
         ("dctcp_min_jain", min_jain(dctcp)),
         ("cubic_min_jain", min_jain(cubic)),
@@ -169,7 +170,7 @@ fn dctcp_shares_evenly_from_the_start_while_tcp_builds_a_queue_once() {
         ("dctcp_converge_s", median(changes_leaving(dctcp, "smoothed_s", 2))),
         ("dctcp_queue_lo", fold(q(dctcp), f64::min)),
         ("dctcp_queue_hi", fold(q(dctcp), f64::max)),
-        ("tcp_queue_over_dctcp", fold(all(&|r| if r == dctcp { vec![f64::MAX] } else { q(r) }), f64::min) / fold(q(dctcp), f64::max)),
+        ("tcp_queue_over_dctcp", fold(tcp_queues, f64::min) / fold(q(dctcp), f64::max)),
         ("share_lo", fold(all(&shares), f64::min)),
         ("last_leave_s", fold(all(&|r| vec![takeover_s(r)]), f64::max)),
         ("steal_hi", fold(all(&|r| vec![num(&r["steal_share"])]), f64::max)),
