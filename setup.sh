@@ -45,6 +45,9 @@ echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-
 apt-get install -y -qq --no-install-recommends tshark >/dev/null
 # `lab bench` measures the switch's programs by perf's samples too.
 apt-get install -y -qq --no-install-recommends linux-perf >/dev/null
+# The report's browser test renders index.html and `lab compare`'s page in
+# headless Chromium, as people will read them.
+apt-get install -y -qq --no-install-recommends chromium >/dev/null
 apt-get install -y -qq --no-install-recommends bpftool/bookworm-backports >/dev/null
 
 # clang-19 is the BPF compiler; libbpf-cargo calls `clang`.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use dctcp_utils::bpffs::{self, InstanceDir};
 use dctcp_utils::preflight;
@@ -44,7 +44,7 @@ impl Detail {
 }
 
 /// Events accounted for over a session.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     /// Delivered to this reader.
     pub seen: u64,

@@ -80,6 +80,7 @@ enum Command {
     Experiment(Box<ExperimentCommand>),
     Bench(Box<netns_lab::experiments::bench::BenchArgs>),
     Rtts(netns_lab::capture::RttsArgs),
+    Compare(netns_lab::report::compare::CompareArgs),
     /// What this kernel offers the lab, and what to use where it falls short.
     Doctor {
         /// One JSON array for scripts.
@@ -120,6 +121,7 @@ fn run(cli: Cli, stop: Arc<AtomicBool>) -> Result<()> {
         Command::Experiment(e) => e.launch(htb, &stop),
         Command::Bench(args) => netns_lab::experiments::bench::command(&args, &stop),
         Command::Rtts(args) => netns_lab::capture::rtts_command(&args),
+        Command::Compare(args) => netns_lab::report::compare::command(&args),
         Command::Doctor { json } => netns_lab::net::doctor::command(json),
         Command::Cleanup { all } => netns_lab::net::cleanup::command(all),
     }

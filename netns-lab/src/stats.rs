@@ -1,8 +1,8 @@
 //! Summaries of samples: mean, percentiles, CDF, Jain's index.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Summary {
     pub n: usize,
     pub mean: f64,

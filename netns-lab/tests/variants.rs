@@ -127,7 +127,7 @@ fn xdctcp_cuts_short_flows_by_ns_and_long_ones_by_nl_and_loader_set_retunes_them
     .unwrap();
     // Halfway, long flows start cutting by 0.5 alpha instead of alpha.
     let (run, (set_from, set_to)) = traced_run(&cc, 4, Duration::from_secs(2), &["nl=0.5"]);
-    let repairs = cc.repairs().unwrap().0;
+    let repairs = cc.repairs().unwrap().ssthresh;
 
     let (ns, nl_before, nl_after) = (DCTCP_ONE / 4, DCTCP_ONE, DCTCP_ONE / 2);
     let (mut short, mut long_before, mut long_after, mut mismatched) = (0, 0, 0, 0);
@@ -240,7 +240,7 @@ fn the_guard_repairs_an_injected_ssthresh_and_the_flows_go_on_once() {
     let cc = LabCc::attach(Algo::Dctcp, assignments(&["inject_ssthresh=3"])).unwrap();
     // Halfway, injection off: `loader set` reaches it like any tunable.
     let (run, _) = traced_run(&cc, 3, Duration::from_millis(1500), &["inject_ssthresh=0"]);
-    let (ssthresh_repairs, _, _) = cc.repairs().unwrap();
+    let ssthresh_repairs = cc.repairs().unwrap().ssthresh;
     let events = &run.cc_trace.as_ref().unwrap().events;
     let traced = events
         .iter()
@@ -316,11 +316,12 @@ fn the_guard_repairs_an_injected_ssthresh_and_the_flows_go_on_once() {
     };
     assert_eq!(
         repairs2,
-        (
+        [
             traced2(REPAIR_SSTHRESH),
             traced2(REPAIR_CWND),
             traced2(REPAIR_INFLIGHT)
-        ),
+        ]
+        .into(),
         "the second run's repairs, counted apart from the first's"
     );
 }
@@ -367,7 +368,8 @@ fn the_guard_switches_off_and_on_while_flows_run() {
             "{impossible} events with an impossible window after the guard was back on, no repair"
         );
     }
-    let (ssthresh, cwnd, holds) = cc.repairs().unwrap();
+    let r = cc.repairs().unwrap();
+    let (ssthresh, cwnd, holds) = (r.ssthresh, r.cwnd, r.inflight);
     assert_eq!(
         (ssthresh + cwnd + holds) as usize,
         count(&|e| is(e, EV_REPAIR)),

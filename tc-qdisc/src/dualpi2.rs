@@ -220,7 +220,7 @@ impl Dualpi2 {
 /// the marker did to it, and the sojourn of what departed (from the
 /// histogram, to its 32.8 us buckets), beside the error of the backlog
 /// over rate the marker estimated it with at the packet's arrival.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueueWindow {
     pub arrivals: u64,
     pub marked: u64,
@@ -271,7 +271,7 @@ impl QueueWindow {
 }
 
 /// Both queues over a window.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Dualpi2Window {
     pub l: QueueWindow,
     pub c: QueueWindow,

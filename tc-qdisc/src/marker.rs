@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use dctcp_utils::ring::RingDrainer;
 
@@ -26,7 +26,7 @@ use crate::intf::{
 use crate::skel::SwitchSkelBuilder;
 
 /// Packets seen at one receiver flow.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RxFlow {
     pub src: Ipv4Addr,
     pub sport: u16,

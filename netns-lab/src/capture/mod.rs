@@ -351,17 +351,16 @@ impl Drop for Capture {
     }
 }
 
-/// Ends `summary.md` in `dir` with what the experiment's captures hold:
-/// the files, and each bottleneck's flows as `lab rtts` reads them. Nothing
-/// when nothing was captured.
-pub fn append_to_summary(dir: &Path) -> Result<()> {
+/// What the experiment's captures in `dir` hold, as markdown for its
+/// report: the files, and each bottleneck's flows as `lab rtts` reads them.
+/// None when nothing was captured.
+pub fn summary_section(dir: &Path) -> Result<Option<String>> {
     let pcap = dir.join("pcap");
     let Ok(index) = std::fs::read_to_string(pcap.join("captures.md")) else {
-        return Ok(());
+        return Ok(None);
     };
-    let mut s = String::from("\n## Packets (`lab --pcap`)\n\n");
     // The index without its title.
-    s += index.trim_start_matches("# Captures\n\n");
+    let mut s = index.trim_start_matches("# Captures\n\n").to_string();
     let mut runs: Vec<PathBuf> = std::fs::read_dir(&pcap)?
         .flatten()
         .map(|e| e.path())
@@ -372,23 +371,11 @@ pub fn append_to_summary(dir: &Path) -> Result<()> {
         let text = std::fs::read_to_string(run.join("rtts.md"))?;
         // The flows' table: up to the first round-trip listing.
         let table = text.split("\nRound trips of").next().unwrap_or("");
-        s += &format!(
-            "\n{}: {}",
-            run.file_name().unwrap_or_default().to_string_lossy(),
-            table.trim_end()
-        );
-        s += &format!(
-            "\n(each flow's round trips: pcap/{}/rtts.md)\n",
-            run.file_name().unwrap_or_default().to_string_lossy()
-        );
+        let name = run.file_name().unwrap_or_default().to_string_lossy();
+        s += &format!("\n{name}: {}", table.trim_end());
+        s += &format!("\n(each flow's round trips: pcap/{name}/rtts.md)\n");
     }
-    let summary = dir.join("summary.md");
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&summary)
-        .with_context(|| format!("appending to {}", summary.display()))?;
-    f.write_all(s.as_bytes())?;
-    Ok(())
+    Ok(Some(s))
 }
 
 /// Appends a run's capture to `pcap/captures.md`: a table a reader finds

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::backend::PKT_BYTES;
 use tc_qdisc::{Backend, Bottleneck, RedProfile};
 
@@ -40,7 +40,8 @@ use crate::net::topology::sender_addr;
 use crate::net::topology::SEGMENT_BYTES;
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{repairs_line, repairs_note, table_header};
+use crate::report::model::{Cell, Columns, Figure, Fmt, Report, Table};
+use crate::report::tables::{repairs_line, repairs_note, Repairs};
 use crate::stats::jain;
 use crate::traffic::cc::{LabCc, KDCTCP_ALL_FOUR};
 use crate::units::{fmt_rate, parse_fraction, parse_rate};
@@ -105,7 +106,7 @@ impl Dctcp {
 }
 
 /// The parts of the experiment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Part {
     /// DCTCP's profile a step at K, K / M swept (Fig. 5, Table I).
@@ -534,7 +535,7 @@ impl Plan {
 }
 
 /// One run's figures.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CoRun {
     pub part: Part,
     pub m: f64,
@@ -564,7 +565,7 @@ pub struct CoRun {
     /// and DCTCP's (must not be).
     pub reno_ect_pkts: u64,
     pub dctcp_ect_pkts: u64,
-    pub guard_repairs: (u64, u64, u64),
+    pub guard_repairs: Repairs,
     pub rtt: RttMeasured,
 }
 
@@ -660,7 +661,7 @@ fn scenario(cfg: &CoexistConfig, p: &Plan, dctcp: &str) -> Scenario {
     scn
 }
 
-fn run(cfg: &CoexistConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<CoRun>> {
+fn run(cfg: &CoexistConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Report> {
     let cc = cfg.dctcp.attach()?;
     let ours = Some(&cc);
     let dctcp = cc.name.clone();
@@ -692,43 +693,9 @@ fn run(cfg: &CoexistConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<
         }
         runs.push(r);
     }
-    write_csv(out, &runs)?;
     plots(out, cfg, &runs)?;
-    out.write_up(&runs, &summary(cfg, &runs))?;
-    Ok(runs)
-}
-
-fn write_csv(out: &ResultsDir, runs: &[CoRun]) -> Result<()> {
-    fn mbps(v: &[f64]) -> String {
-        let v: Vec<String> = v.iter().map(|b| format!("{:.3}", b / 1e6)).collect();
-        v.join(" ")
-    }
-    out.csv_rows(
-        "runs.csv",
-        runs,
-        &[
-            ("part", |r| {
-                clap::ValueEnum::to_possible_value(&r.part)
-                    .map_or(String::new(), |v| v.get_name().to_string())
-            }),
-            ("m_bdp", |r| format!("{:.4}", r.m)),
-            ("x", |r| format!("{:.4}", r.x)),
-            ("dctcp_flows", |r| r.dctcp_flows.to_string()),
-            ("reno_flows", |r| r.reno_flows.to_string()),
-            ("dctcp_mbps", |r| mbps(&r.dctcp_bps)),
-            ("reno_mbps", |r| mbps(&r.reno_bps)),
-            ("ratio", |r| {
-                r.ratio.map_or(String::new(), |x| format!("{x:.4}"))
-            }),
-            ("jain", |r| format!("{:.4}", r.jain)),
-            ("utilization", |r| format!("{:.4}", r.utilization)),
-            ("queue_pkts", |r| format!("{:.2}", r.queue_pkts)),
-            ("queue_bdp", |r| format!("{:.4}", r.queue_bdp)),
-            ("ect_marked", |r| r.ect_marked.to_string()),
-            ("not_ect_dropped", |r| r.not_ect_dropped.to_string()),
-            ("taildrops", |r| r.taildrops.to_string()),
-        ],
-    )
+    out.write_json("runs.json", &runs)?;
+    Ok(report(cfg, &runs))
 }
 
 /// The step part's row of Table I for one M: the run of maximum fairness
@@ -985,21 +952,86 @@ fn within(ours: f64, seed: f64, tol: f64) -> &'static str {
     }
 }
 
-fn summary(cfg: &CoexistConfig, runs: &[CoRun]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# DCTCP beside Reno through one queue: the dual AQM (seed 002)\n"
-    );
-    let _ = writeln!(
-        s,
+/// Table I: per M, K / M at maximum fairness and its U and O, beside the
+/// seed's.
+fn table_i_table(rows: &[TableRow]) -> Table {
+    let seed = |r: &TableRow| SEED_TABLE_I.iter().find(|t| (t.0 - r.m).abs() < 1e-3);
+    let opt = |v: Option<f64>, dp: usize| v.map_or(Cell::Missing, |v| Cell::num(v, dp));
+    Columns::<TableRow>::new()
+        .col("M", "BDP", |r| Cell::text(m_label(r.m)))
+        .col("K/M ours: crossing (fairest run)", "", |r| {
+            let crossing = r.crossing.map_or("-".to_string(), |c| format!("{c:.2}"));
+            Cell::text(format!("{crossing} ({:.2})", r.k_over_m))
+        })
+        .col("seed", "", move |r| opt(seed(r).map(|t| t.1), 2))
+        .col("Reno/DCTCP there", "", |r| Cell::num(r.ratio, 2))
+        .col("U_DR ours", "", |r| Cell::num(r.u_dr, 3))
+        .col("seed", "", move |r| opt(seed(r).map(|t| t.2), 3))
+        .col("O_DR ours", "BDP", |r| Cell::num(r.o_dr, 3))
+        .col("seed", "", move |r| opt(seed(r).map(|t| t.3), 3))
+        .col("U_2R ours", "", move |r| opt(r.u_2r, 3))
+        .col("seed", "", move |r| opt(seed(r).map(|t| t.4), 3))
+        .col("O_2R ours", "BDP", move |r| opt(r.o_2r, 3))
+        .col("seed", "", move |r| opt(seed(r).map(|t| t.5), 3))
+        .col("within 10 %", "", move |r| {
+            Cell::text(seed(r).map_or("-".to_string(), |t| {
+                format!(
+                    "K/M {}, U {}, O {}",
+                    within(r.crossing.unwrap_or(r.k_over_m), t.1, 0.1),
+                    within(r.u_dr, t.2, 0.1),
+                    within(r.o_dr, t.3, 0.1)
+                )
+            }))
+        })
+        .table(rows)
+}
+
+/// Every run's figures; `x` names the part's swept parameter, and the part
+/// comes first where the rows are every part's (runs.csv).
+fn runs_columns<'a>(x: &str, with_part: bool) -> Columns<'a, CoRun> {
+    let each = |v: &[f64]| Cell::List(v.iter().map(|b| b / 1e6).collect(), Fmt::dp(2));
+    Columns::<CoRun>::new()
+        .col_if(with_part, "part", "", |r| {
+            Cell::text(clap::ValueEnum::to_possible_value(&r.part).map_or(String::new(), |v| v.get_name().to_string()))
+        })
+        .col("M / Min_D", "BDP", |r| Cell::text(m_label(r.m)))
+        .col(x, "", |r| {
+            if r.dctcp_flows == 0 {
+                Cell::text("2R baseline")
+            } else {
+                Cell::num(r.x, 3)
+            }
+        })
+        .col("flows", "", |r| Cell::text(format!("{}D+{}R", r.dctcp_flows, r.reno_flows)))
+        .col("DCTCP, each", "Mbit/s", move |r| {
+            if r.dctcp_bps.is_empty() {
+                Cell::Missing
+            } else {
+                each(&r.dctcp_bps)
+            }
+        })
+        .col("Reno, each", "Mbit/s", move |r| each(&r.reno_bps))
+        .col("Reno/DCTCP", "", |r| r.ratio.map_or(Cell::Missing, |x| Cell::num(x, 2)))
+        .col("Jain", "", |r| Cell::num(r.jain, 3))
+        .col("U", "", |r| Cell::num(r.utilization, 3))
+        .col("O", "BDP", |r| Cell::num(r.queue_bdp, 3))
+        .col("marks (whole run)", "", |r| Cell::int(r.ect_marked))
+        .col("drops (at the limit), whole run", "", |r| {
+            Cell::text(format!("{} ({})", r.not_ect_dropped, r.taildrops))
+        })
+        .col("guard repairs", "", |r| Cell::text(r.guard_repairs.to_string()))
+}
+
+fn report(cfg: &CoexistConfig, runs: &[CoRun]) -> Report {
+    let mut r = Report::new("DCTCP beside Reno through one queue: the dual AQM (seed 002)");
+    r.text(format!(
         "{} at {} (BDP {:.0} bytes, {:.1} packets of {PKT_BYTES} bytes), {} (ECN) and the kernel's reno \
          with ECN off on its senders, {} s per run, the first {:.0} s not measured, buffer {} packets. The \
          switch is `bpf-dual`: one queue, ECN-capable packets marked by the DCTCP profile, Not-ECT packets \
          dropped by the Reno profile (Min_Thresh M, Max_Thresh 3 M, Max_Prob {RENO_MAX_P}, w {RENO_WEIGHT} applied \
          as 2^-9 = 0.00195). Thresholds are bytes of the queue's backlog as the qdisc counts it (frames of \
          {PKT_BYTES} bytes). Queue (O) is the mean over time in BDPs. Each receiver caps its window at {} \
-         packets (BDP + half the buffer; README \"Known issue\").\n",
+         packets (BDP + half the buffer; README \"Known issue\").",
         fmt_rate(cfg.rate_bps),
         fmt_duration(cfg.rtt),
         cfg.bdp_bytes(),
@@ -1009,198 +1041,86 @@ fn summary(cfg: &CoexistConfig, runs: &[CoRun]) -> String {
         cfg.warmup.as_secs_f64(),
         cfg.buffer_pkts,
         cfg.window_cap_pkts()
-    );
-    s += &summary_lines(runs.iter().map(|r| (label_of(r), &r.rtt)));
-    s += "\n";
-
+    ))
+    .markdown(summary_lines(runs.iter().map(|r| (label_of(r), &r.rtt))));
+    r.runs = Some(runs_columns("x", true).table(runs));
     let rows = table_i(runs);
     if !rows.is_empty() {
-        let _ = writeln!(s, "## Table I: step marking, K / M at maximum fairness\n");
-        let _ = writeln!(
-            s,
-            "DCTCP's profile a step at K on the instantaneous queue (w = 1). K / M at maximum fairness, ours: \
-             where the rate ratio crosses 1 between two grid points (log-linear), and in brackets the grid point \
-             of the highest Jain's index, whose ratio, U and O the next columns give; U and O with {} DCTCP and \
-             {} Reno flows (DR) and with {} Reno flows alone (2R). \"Within 10 %\" compares K / M (the crossing, \
-             else the grid point), U_DR and O_DR with the seed's.\n",
-            cfg.dctcp_flows,
-            cfg.reno_flows,
-            cfg.dctcp_flows + cfg.reno_flows
-        );
-        table_header(
-            &mut s,
-            &[
-                "M (BDP)",
-                "K/M ours: crossing (fairest run)",
-                "seed",
-                "Reno/DCTCP there",
-                "U_DR ours",
-                "seed",
-                "O_DR ours",
-                "seed",
-                "U_2R ours",
-                "seed",
-                "O_2R ours",
-                "seed",
-                "within 10 %",
-            ],
-        );
-        for r in &rows {
-            let seed = SEED_TABLE_I.iter().find(|t| (t.0 - r.m).abs() < 1e-3);
-            let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |v| format!("{v:.d$}"));
-            let agree = seed.map_or("-".to_string(), |t| {
-                format!(
-                    "K/M {}, U {}, O {}",
-                    within(r.crossing.unwrap_or(r.k_over_m), t.1, 0.1),
-                    within(r.u_dr, t.2, 0.1),
-                    within(r.o_dr, t.3, 0.1)
-                )
-            });
-            let _ = writeln!(
-                s,
-                "| {} | {} ({:.2}) | {} | {:.2} | {:.3} | {} | {:.3} | {} | {} | {} | {} | {} | {} |",
-                m_label(r.m),
-                f(r.crossing, 2),
-                r.k_over_m,
-                f(seed.map(|t| t.1), 2),
-                r.ratio,
-                r.u_dr,
-                f(seed.map(|t| t.2), 3),
-                r.o_dr,
-                f(seed.map(|t| t.3), 3),
-                f(r.u_2r, 3),
-                f(seed.map(|t| t.4), 3),
-                f(r.o_2r, 3),
-                f(seed.map(|t| t.5), 3),
-                agree
-            );
-        }
-        s += "\n";
-        s += &table_i_against_seed(cfg.dctcp, &rows);
+        r.heading(2, "Table I: step marking, K / M at maximum fairness")
+            .text(format!(
+                "DCTCP's profile a step at K on the instantaneous queue (w = 1). K / M at maximum fairness, ours: \
+                 where the rate ratio crosses 1 between two grid points (log-linear), and in brackets the grid point \
+                 of the highest Jain's index, whose ratio, U and O the next columns give; U and O with {} DCTCP and \
+                 {} Reno flows (DR) and with {} Reno flows alone (2R). \"Within 10 %\" compares K / M (the crossing, \
+                 else the grid point), U_DR and O_DR with the seed's.",
+                cfg.dctcp_flows,
+                cfg.reno_flows,
+                cfg.dctcp_flows + cfg.reno_flows
+            ))
+            .table(table_i_table(&rows))
+            .markdown(table_i_against_seed(cfg.dctcp, &rows));
     }
-
-    let part_table = |s: &mut String, part: Part, title: &str, x: &str| {
+    let parts = [
+        (Part::Step, "Step marking, every run (Fig. 5)", "K / M"),
+        (Part::Flows, "N DCTCP flows against one Reno flow, M = BDP/8 (Fig. 6)", "K / M"),
+        (Part::Slope, "Slope marking, M = BDP (Figs. 7-9)", "Max_Prob_DCTCP"),
+        (Part::Equal, "The equal-sharing rule over M (Fig. 10)", "Max_Prob_DCTCP = 0.2 / M"),
+        (Part::Starvation, "Starvation: one step marker for both classes", "K (packets)"),
+    ];
+    for (part, title, x) in parts {
         let these: Vec<&CoRun> = runs.iter().filter(|r| r.part == part).collect();
         if these.is_empty() {
-            return;
+            continue;
         }
-        let _ = writeln!(s, "## {title}\n");
-        table_header(
-            s,
-            &[
-                "M / Min_D (BDP)",
-                x,
-                "flows",
-                "DCTCP Mbit/s (each)",
-                "Reno Mbit/s (each)",
-                "Reno/DCTCP",
-                "Jain",
-                "U",
-                "O (BDP)",
-                "marks (whole run)",
-                "drops (at the limit), whole run",
-                "guard repairs",
-            ],
-        );
-        for r in these {
-            let each = |v: &[f64]| {
-                v.iter()
-                    .map(|b| format!("{:.2}", b / 1e6))
-                    .collect::<Vec<_>>()
-                    .join(" / ")
-            };
-            let _ = writeln!(
-                s,
-                "| {} | {} | {}D+{}R | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} ({}) | {}/{}/{} |",
-                m_label(r.m),
-                if r.dctcp_flows == 0 { "2R baseline".to_string() } else { format!("{:.3}", r.x) },
-                r.dctcp_flows,
-                r.reno_flows,
-                if r.dctcp_bps.is_empty() { "-".into() } else { each(&r.dctcp_bps) },
-                each(&r.reno_bps),
-                r.ratio.map_or("-".into(), |x| format!("{x:.2}")),
-                r.jain,
-                r.utilization,
-                r.queue_bdp,
-                r.ect_marked,
-                r.not_ect_dropped,
-                r.taildrops,
-                r.guard_repairs.0,
-                r.guard_repairs.1,
-                r.guard_repairs.2
-            );
+        r.heading(2, title).table(runs_columns(x, false).table(these.iter().copied()));
+        if part == Part::Slope {
+            slope_section(&mut r, runs);
         }
-        s.push('\n');
-    };
-    part_table(
-        &mut s,
-        Part::Step,
-        "Step marking, every run (Fig. 5)",
-        "K / M",
-    );
-    part_table(
-        &mut s,
-        Part::Flows,
-        "N DCTCP flows against one Reno flow, M = BDP/8 (Fig. 6)",
-        "K / M",
-    );
-    part_table(
-        &mut s,
-        Part::Slope,
-        "Slope marking, M = BDP (Figs. 7-9)",
-        "Max_Prob_DCTCP",
-    );
-    let best = slope_best(runs);
-    if !best.is_empty() {
-        let _ = writeln!(
-            s,
-            "Maximum fairness of the slope beside equation 3 (Max_Prob_DCTCP = Max_Prob_Reno x x / (x - 1), \
-             x = Min_Thresh_Reno / Min_Thresh_DCTCP):\n"
-        );
-        table_header(
-            &mut s,
-            &[
-                "Min_Thresh_DCTCP (BDP)",
-                "Max_Prob of max Jain",
-                "Jain there",
-                "equation 3",
-            ],
-        );
-        for (min, p, j) in &best {
-            let _ = writeln!(
-                s,
-                "| {} | {:.2} | {:.3} | {:.3} |",
-                m_label(*min),
-                p,
-                j,
-                RENO_MAX_P * equal_share_prob_ratio(SLOPE_M / min)
-            );
-        }
-        s.push('\n');
     }
-    part_table(
-        &mut s,
-        Part::Equal,
-        "The equal-sharing rule over M (Fig. 10)",
-        "Max_Prob_DCTCP = 0.2 / M",
-    );
-    part_table(
-        &mut s,
-        Part::Starvation,
-        "Starvation: one step marker for both classes",
-        "K (packets)",
-    );
     if runs.iter().any(|r| r.part == Part::Starvation) {
-        let _ = writeln!(
-            s,
+        r.text(
             "The step marker marks ECT and drops Not-ECT at the same K: Reno halves at every drop while DCTCP cuts by \
-             alpha / 2, so the DCTCP flow takes the link. This is the coexistence problem the dual AQM answers.\n"
+             alpha / 2, so the DCTCP flow takes the link. This is the coexistence problem the dual AQM answers.",
         );
     }
-    s += &repairs_line(runs.iter().map(|r| (label_of(r), r.guard_repairs)));
-    s += "\n\nFiles: `runs.csv`, `runs.json`, `config.json`, `step.png` (Fig. 5), `flows.png` (Fig. 6), \
-          `slope.png` (Fig. 7), `max_fairness.png` (Fig. 9), `equal.png` (Fig. 10), where the part ran.\n";
-    s
+    r.text(repairs_line(runs.iter().map(|r| (label_of(r), r.guard_repairs))));
+    let figs: Vec<Figure> = [
+        (Part::Step, "step.png", "Fig. 5: the rate ratio and fairness against K / M"),
+        (Part::Flows, "flows.png", "Fig. 6: N DCTCP flows against one Reno flow"),
+        (Part::Slope, "slope.png", "Fig. 7: slope marking against Max_Prob_DCTCP"),
+        (Part::Slope, "max_fairness.png", "Fig. 9: the slope's maximum fairness beside equation 3"),
+        (Part::Equal, "equal.png", "Fig. 10: the equal-sharing rule over M"),
+    ]
+    .into_iter()
+    .filter(|(part, _, _)| runs.iter().any(|r| r.part == *part))
+    .map(|(_, file, caption)| Figure::new(file, caption))
+    .collect();
+    r.heading(2, "Plots")
+        .figures(figs)
+        .text("Raw: `runs.csv` (every run, every part), `runs.json`, `config.json`.");
+    r
+}
+
+/// The slope's fairest Max_Prob beside equation 3.
+fn slope_section(r: &mut Report, runs: &[CoRun]) {
+    let best = slope_best(runs);
+    if best.is_empty() {
+        return;
+    }
+    r.text(
+        "Maximum fairness of the slope beside equation 3 (Max_Prob_DCTCP = Max_Prob_Reno x x / (x - 1), \
+         x = Min_Thresh_Reno / Min_Thresh_DCTCP):",
+    )
+    .table(
+        Columns::<(f64, f64, f64)>::new()
+            .col("Min_Thresh_DCTCP", "BDP", |(min, _, _)| Cell::text(m_label(*min)))
+            .col("Max_Prob of max Jain", "", |(_, p, _)| Cell::num(*p, 2))
+            .col("Jain there", "", |(_, _, j)| Cell::num(*j, 3))
+            .col("equation 3", "", |(min, _, _)| {
+                Cell::num(RENO_MAX_P * equal_share_prob_ratio(SLOPE_M / min), 3)
+            })
+            .table(&best),
+    );
 }
 
 /// How our Table I stands against the seed's, in numbers, and the known
@@ -1265,6 +1185,22 @@ crate::experiments::register!("coexist", CoexistArgs => CoexistConfig);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report prints the figures of the run recorded with the
+    /// hand-written summary (`experiments::recorded`).
+    #[test]
+    fn the_report_prints_the_recorded_runs_figures() {
+        use crate::experiments::recorded;
+        let cfg = recorded::args::<CoexistArgs>("coexist").config();
+        let runs: Vec<CoRun> = recorded::data("coexist", "runs.json");
+        // The old list of files named every part's plots, drawn or not.
+        let not_drawn = "a plot of a part --quick does not run, which the old file list named anyway";
+        recorded::assert_same_figures(
+            "coexist",
+            &report(&cfg, &runs),
+            &[("6", not_drawn), ("7", not_drawn), ("9", not_drawn)],
+        );
+    }
 
     fn cfg(quick: bool) -> CoexistConfig {
         let args = CoexistArgs {
@@ -1450,7 +1386,7 @@ mod tests {
             taildrops: 0,
             reno_ect_pkts: 0,
             dctcp_ect_pkts: 1,
-            guard_repairs: (0, 0, 0),
+            guard_repairs: Repairs::default(),
             rtt: RttMeasured::default(),
         }
     }
@@ -1500,7 +1436,7 @@ mod tests {
                 mean: 10.0,
                 ..Default::default()
             }),
-            guard_repairs: (1, 2, 3),
+            guard_repairs: [1, 2, 3].into(),
             ..Default::default()
         };
         o.queue.mean = 99.0;
@@ -1533,7 +1469,7 @@ mod tests {
             (r.part, r.m, r.x, r.dctcp_flows, r.reno_flows),
             (Part::Step, 0.25, 2.0, 2, 1)
         );
-        assert_eq!(r.guard_repairs, (1, 2, 3));
+        assert_eq!(r.guard_repairs, [1, 2, 3].into());
         // Without the queue over time, the per-arrival mean; the two-Reno
         // baseline has no ratio.
         o.queue_over_time = None;

@@ -11,14 +11,13 @@
 //! second half, Jain's index of the flows' mean rates and each flow's
 //! coefficient of variation say how evenly and how steadily they share.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::Bottleneck;
 
 use crate::experiments::{parse_variant, run_scenario, Variant, DEFAULT_VARIANTS};
@@ -30,7 +29,8 @@ use crate::net::link_faults::FaultArgs;
 use crate::net::topology::SEGMENT_BYTES;
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{repairs_line, repairs_note, steal_note, table_header};
+use crate::report::model::{Cell, Columns, Figure, Report, Table};
+use crate::report::tables::{repairs_line, repairs_note, steal_note, Repairs};
 use crate::stats::{weighted_summary, Summary};
 use crate::traffic::cc::Algorithms;
 use crate::traffic::schedule::{parse_time, Phase, Schedule};
@@ -268,7 +268,7 @@ impl ConvergenceConfig {
 }
 
 /// One phase of one run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PhaseResult {
     pub start_s: f64,
     pub end_s: f64,
@@ -308,7 +308,7 @@ impl PhaseResult {
 }
 
 /// One algorithm at one rate through the whole schedule.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ConvRun {
     pub rate_bps: u64,
     pub variant: String,
@@ -322,7 +322,7 @@ pub struct ConvRun {
     pub drops: u64,
     /// Every packet the switch dropped, the aborted flows' resets with them.
     pub all_drops: u64,
-    pub guard_repairs: (u64, u64, u64),
+    pub guard_repairs: Repairs,
     /// Share of the lab's CPU the hypervisor took over the run (Outcome).
     pub steal_share: f64,
     pub rtt: RttMeasured,
@@ -527,7 +527,7 @@ fn measure(
     }
 }
 
-fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<ConvRun>> {
+fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Report> {
     let names: Vec<String> = cfg.variants.iter().map(|v| v.cc.clone()).collect();
     let algorithms = Algorithms::attach(&names)?;
     let phases = cfg.schedule.phases();
@@ -572,8 +572,8 @@ fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Res
     write_csv(out, &runs)?;
     plot_rates(out, cfg, &runs)?;
     plot_convergence(out, cfg, &runs)?;
-    out.write_up(&runs, &summary(cfg, &runs))?;
-    Ok(runs)
+    out.write_json("runs.json", &runs)?;
+    Ok(report(cfg, &runs))
 }
 
 fn secs(v: Option<f64>) -> String {
@@ -719,15 +719,92 @@ fn plot_convergence(out: &ResultsDir, cfg: &ConvergenceConfig, runs: &[ConvRun])
     plot::draw_stack(&out.file("convergence.png"), &charts)
 }
 
-fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# Convergence as flows come and go (seed 000, paper Fig. 16)\n"
-    );
+/// Each algorithm's convergence, variation and drops over the schedule;
+/// with the rate first where the rows are every rate's (runs.csv).
+fn algorithm_columns<'a>(with_rate: bool) -> Columns<'a, ConvRun> {
+    Columns::<ConvRun>::new()
+        .col_if(with_rate, "rate", "", |r| Cell::text(fmt_rate(r.rate_bps)))
+        .col("algorithm", "", |r| Cell::text(&r.variant))
+        .col("median convergence: per interval / on means", "", |r| {
+            Cell::text(format!("{} / {}", secs(r.median_convergence(false)), secs(r.median_convergence(true))))
+        })
+        .col("never: per interval / on means", "", |r| {
+            Cell::text(format!(
+                "{} / {} of {}",
+                r.unconverged(false),
+                r.unconverged(true),
+                r.changes().count()
+            ))
+        })
+        .col("mean CoV (2+ flows)", "", |r| Cell::num(r.mean_cov(), 3))
+        .col("min Jain", "", |r| {
+            let min = r
+                .phases
+                .iter()
+                .filter(|p| p.flows >= 2)
+                .map(|p| p.jain)
+                .fold(f64::INFINITY, f64::min);
+            Cell::num(min, 3)
+        })
+        .col("drops: data (probe) / all (qdisc, marker)", "", |r| {
+            Cell::text(format!("{} / {}", r.drops, r.all_drops))
+        })
+}
+
+/// Each phase of each algorithm at one rate, phase by phase.
+fn phases_table(cfg: &ConvergenceConfig, runs: &[&ConvRun]) -> Table {
     let phases = cfg.schedule.phases();
-    let _ = writeln!(
-        s,
+    let rows: Vec<(&crate::traffic::schedule::Phase, &ConvRun, &PhaseResult)> = phases
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| runs.iter().map(move |r| (p, *r, &r.phases[i])))
+        .collect();
+    // Bound before it is returned: the columns borrow from `phases` and go
+    // first (a tail expression's temporaries would outlive it).
+    let table = Columns::<(&crate::traffic::schedule::Phase, &ConvRun, &PhaseResult)>::new()
+        .col("phase", "", |(p, _, ph)| Cell::text(format!("{:.0} s: {}", p.start.as_secs_f64(), ph.change)))
+        .col("algorithm", "", |(_, r, _)| Cell::text(&r.variant))
+        .col("convergence: per interval / on means", "", |(p, _, ph)| {
+            if p.start.is_zero() {
+                Cell::Missing
+            } else {
+                Cell::text(format!("{} / {}", secs(ph.convergence_s), secs(ph.smoothed_s)))
+            }
+        })
+        .col("Jain", "", |(_, _, ph)| Cell::num(ph.jain, 3))
+        .col("CoV", "", |(_, _, ph)| Cell::num(ph.cov, 3))
+        .col("goodput / link", "", |(_, _, ph)| Cell::pct(ph.goodput_share, 1))
+        .col("queue mean", "packets", |(_, _, ph)| Cell::num(ph.queue_mean, 1))
+        .col("queue p95", "packets", |(_, _, ph)| Cell::num(ph.queue_p95, 0))
+        .col("drops", "", |(_, _, ph)| Cell::int(ph.drops))
+        .table(&rows);
+    table
+}
+
+/// When each run's flows were seen to start and stop at the receiver.
+fn lags_table(runs: &[ConvRun]) -> Table {
+    let range = |v: &[Option<f64>]| {
+        let v: Vec<f64> = v.iter().flatten().map(|t| t * 1e3).collect();
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+        if v.is_empty() {
+            Cell::Missing
+        } else {
+            Cell::text(format!("{lo:.0} to {hi:.0}"))
+        }
+    };
+    Columns::<ConvRun>::new()
+        .col("run", "", |r| Cell::text(format!("{} at {}", r.variant, fmt_rate(r.rate_bps))))
+        .col("first byte after start", "ms", move |r| range(&r.start_lag_s))
+        .col("last byte after stop", "ms", move |r| range(&r.stop_lag_s))
+        .table(runs)
+}
+
+fn report(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> Report {
+    let phases = cfg.schedule.phases();
+    let mut r = Report::new("Convergence as flows come and go (seed 000, paper Fig. 16)");
+    r.text(format!(
         "{} senders; {} phases over {:.0} s. Each flow's rate: the receiver's bytes per {} interval. \
          Converged: every active flow within {:.0} % of the fair share (the link's goodput, {:.1} % of its rate \
          for full segments, over the number of flows) in every interval for {}; \"never\" when that did not \
@@ -740,7 +817,7 @@ fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
          drops exactly, tail drops as the probe foresees them from the queue it reads (a few per cent over the \
          qdisc's own count, which the algorithm table gives beside them for the whole run); a flow that stops \
          aborts its connection, and its resets, not ECN-capable, are dropped by a marker above K but are not \
-         data. Marking runs at K = {}, buffer {} packets.\n",
+         data. Marking runs at K = {}, buffer {} packets.",
         cfg.senders,
         phases.len(),
         cfg.schedule.end().as_secs_f64(),
@@ -752,151 +829,56 @@ fn summary(cfg: &ConvergenceConfig, runs: &[ConvRun]) -> String {
         fmt_duration(cfg.smooth),
         cfg.k,
         cfg.buffer_pkts
-    );
-    let _ = writeln!(
-        s,
-        "{}",
-        crate::net::delay::summary_lines(
-            runs.iter()
-                .map(|r| (format!("{} at {}", r.variant, fmt_rate(r.rate_bps)), &r.rtt))
+    ))
+    .markdown(crate::net::delay::summary_lines(
+        runs.iter().map(|r| (format!("{} at {}", r.variant, fmt_rate(r.rate_bps)), &r.rtt)),
+    ));
+    r.runs = Some(algorithm_columns(true).table(runs));
+    for &rate in &cfg.rates_bps {
+        let mine: Vec<&ConvRun> = runs.iter().filter(|r| r.rate_bps == rate).collect();
+        r.heading(2, fmt_rate(rate))
+            .table(algorithm_columns(false).table(mine.iter().copied()))
+            .table(phases_table(cfg, &mine));
+    }
+    r.heading(2, "Beside the paper").text(format!("The paper: {PAPER_SAYS}."));
+    let verdicts: String = cfg
+        .rates_bps
+        .iter()
+        .flat_map(|&rate| {
+            let mine: Vec<&ConvRun> = runs.iter().filter(|r| r.rate_bps == rate).collect();
+            verdicts(rate, &mine)
+        })
+        .map(|v| format!("- {v}\n"))
+        .collect();
+    r.markdown(verdicts)
+        .text(
+            "The schedule as the receiver saw it (first byte less the flow's start; last byte less its stop: \
+             the stopping sender aborts its connection, and what the queue held still arrives, so a deep queue \
+             adds its drain, and a joining flow's handshake and first data wait in the queue it joins). The round \
+             trip above is that of the flows that start with the run: those that join later find a queue.",
         )
-    );
-    for &rate in &cfg.rates_bps {
-        let mine: Vec<&ConvRun> = runs.iter().filter(|r| r.rate_bps == rate).collect();
-        let _ = writeln!(s, "## {}\n", fmt_rate(rate));
-        table_header(
-            &mut s,
-            &[
-                "algorithm",
-                "median convergence: per interval / on means",
-                "never: per interval / on means",
-                "mean CoV (2+ flows)",
-                "min Jain",
-                "drops: data (probe) / all (qdisc, marker)",
-            ],
-        );
-        for r in &mine {
-            let min_jain = r
-                .phases
-                .iter()
-                .filter(|p| p.flows >= 2)
-                .map(|p| p.jain)
-                .fold(f64::INFINITY, f64::min);
-            let _ = writeln!(
-                s,
-                "| {} | {} / {} | {} / {} of {} | {:.3} | {:.3} | {} / {} |",
-                r.variant,
-                secs(r.median_convergence(false)),
-                secs(r.median_convergence(true)),
-                r.unconverged(false),
-                r.unconverged(true),
-                r.changes().count(),
-                r.mean_cov(),
-                min_jain,
-                r.drops,
-                r.all_drops
-            );
-        }
-        let _ = writeln!(s);
-        table_header(
-            &mut s,
-            &[
-                "phase",
-                "algorithm",
-                "convergence: per interval / on means",
-                "Jain",
-                "CoV",
-                "goodput / link",
-                "queue mean (p95)",
-                "drops",
-            ],
-        );
-        for (i, p) in phases.iter().enumerate() {
-            for r in &mine {
-                let ph = &r.phases[i];
-                let _ = writeln!(
-                    s,
-                    "| {:.0} s: {} | {} | {} | {:.3} | {:.3} | {:.1} % | {:.1} ({:.0}) | {} |",
-                    p.start.as_secs_f64(),
-                    ph.change,
-                    r.variant,
-                    if p.start.is_zero() {
-                        "-".into()
-                    } else {
-                        format!("{} / {}", secs(ph.convergence_s), secs(ph.smoothed_s))
-                    },
-                    ph.jain,
-                    ph.cov,
-                    ph.goodput_share * 100.0,
-                    ph.queue_mean,
-                    ph.queue_p95,
-                    ph.drops
-                );
-            }
-        }
-        let _ = writeln!(s);
-    }
-    let _ = writeln!(s, "## Beside the paper\n\nThe paper: {PAPER_SAYS}.\n");
-    for &rate in &cfg.rates_bps {
-        let mine: Vec<&ConvRun> = runs.iter().filter(|r| r.rate_bps == rate).collect();
-        for v in verdicts(rate, &mine) {
-            let _ = writeln!(s, "- {v}");
-        }
-    }
-    let _ = writeln!(
-        s,
-        "\nThe schedule as the receiver saw it (first byte less the flow's start; last byte less its stop: \
-         the stopping sender aborts its connection, and what the queue held still arrives, so a deep queue \
-         adds its drain, and a joining flow's handshake and first data wait in the queue it joins). The round \
-         trip above is that of the flows that start with the run: those that join later find a queue.\n"
-    );
-    table_header(
-        &mut s,
-        &[
-            "run",
-            "first byte after start (ms)",
-            "last byte after stop (ms)",
-        ],
-    );
-    for r in runs {
-        let range = |v: &[Option<f64>]| {
-            let v: Vec<f64> = v.iter().flatten().map(|t| t * 1e3).collect();
-            let (lo, hi) = v
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
-                    (a.min(x), b.max(x))
-                });
-            if v.is_empty() {
-                "-".into()
-            } else {
-                format!("{lo:.0} to {hi:.0}")
-            }
-        };
-        let _ = writeln!(
-            s,
-            "| {} at {} | {} | {} |",
-            r.variant,
-            fmt_rate(r.rate_bps),
-            range(&r.start_lag_s),
-            range(&r.stop_lag_s)
-        );
-    }
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "{}\n",
-        repairs_line(runs.iter().map(|r| (
-            format!("{} at {}", r.variant, fmt_rate(r.rate_bps)),
-            r.guard_repairs
-        )))
-    );
-    let _ = writeln!(
-        s,
-        "Files: `rates_<rate>.png` (each flow's rate, one chart per algorithm, the changes drawn across), \
-         `convergence.png` (time to converge after each change, the algorithms side by side), `rates.csv`, \
-         `phases.csv`, `runs.json`."
-    );
-    s
+        .table(lags_table(runs))
+        .text(repairs_line(runs.iter().map(|r| {
+            (format!("{} at {}", r.variant, fmt_rate(r.rate_bps)), r.guard_repairs)
+        })))
+        .heading(2, "Plots");
+    let mut figs: Vec<Figure> = cfg
+        .rates_bps
+        .iter()
+        .map(|&rate| {
+            Figure::new(
+                format!("rates_{}.png", rate_tag(rate)),
+                format!("Each flow's rate at {}, one chart per algorithm, the changes drawn across", fmt_rate(rate)),
+            )
+        })
+        .collect();
+    figs.push(Figure::new(
+        "convergence.png",
+        "Time to converge after each change, the algorithms side by side",
+    ));
+    r.figures(figs)
+        .text("Raw: `runs.csv` (the algorithms' table, every rate), `rates.csv`, `phases.csv`, `runs.json`.");
+    r
 }
 
 /// Whether each DCTCP converged slower and varied less than the TCPs at
@@ -949,6 +931,16 @@ crate::experiments::register!("convergence", ConvergenceArgs => ConvergenceConfi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report prints the figures of the run recorded with the
+    /// hand-written summary (`experiments::recorded`).
+    #[test]
+    fn the_report_prints_the_recorded_runs_figures() {
+        use crate::experiments::recorded;
+        let cfg = recorded::args::<ConvergenceArgs>("convergence").config();
+        let runs: Vec<ConvRun> = recorded::data("convergence", "runs.json");
+        recorded::assert_same_figures("convergence", &report(&cfg, &runs), &[]);
+    }
     use crate::net::delay::FlowRtt;
     use crate::traffic::bulk::FlowResult;
     use tc_qdisc::intf::queue_sample;

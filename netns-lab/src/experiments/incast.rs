@@ -7,20 +7,20 @@
 //! its own (a star sender); the aggregator, `rpcgen client --rounds`, is the
 //! receiver.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::Bottleneck;
 
 use crate::net::delay::{datacenter_rtt, RttArgs, RttMeasured};
 use crate::net::topology::MAX_SENDERS;
+use crate::report::model::{Cell, Columns, Figure, Report, Table};
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{repairs_line, repairs_note, table_header};
+use crate::report::tables::{repairs_line, repairs_note, Repairs};
 use crate::stats::{summarize, Summary};
 use crate::traffic::cc::{switch_for, Algorithms};
 use crate::traffic::rpcstar::{rpcgen, RpcStar};
@@ -94,7 +94,7 @@ impl IncastConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IncastRun {
     pub algorithm: String,
     pub workers: usize,
@@ -116,7 +116,7 @@ pub struct IncastRun {
     pub queue: Summary,
     /// The guard's (ssthresh, cwnd, in-flight) repairs during the run
     /// (README "Known issue"; bpf_dctcp only).
-    pub guard_repairs: (u64, u64, u64),
+    pub guard_repairs: Repairs,
     /// Every counted round's completion time, ms (raw data, not in runs.json).
     #[serde(skip)]
     pub qct_rounds_ms: Vec<f64>,
@@ -186,13 +186,13 @@ fn one_run(
         retransmits: run.tcp.retransmits,
         drops: run.qdisc.drops,
         queue: summarize(&queue),
-        guard_repairs: (0, 0, 0),
+        guard_repairs: Repairs::default(),
         qct_rounds_ms: qct,
         rtt,
     })
 }
 
-fn run(cfg: &IncastConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<IncastRun>> {
+fn run(cfg: &IncastConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Report> {
     let algorithms = Algorithms::attach(&cfg.algorithms)?;
     let mut runs = Vec::new();
     let total = cfg.workers.len() * cfg.algorithms.len();
@@ -225,8 +225,8 @@ fn run(cfg: &IncastConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<V
     }
     write_csv(out, &runs)?;
     plots(out, cfg, &runs)?;
-    out.write_up(&runs, &summary(cfg, &runs))?;
-    Ok(runs)
+    out.write_json("runs.json", &runs)?;
+    Ok(report(cfg, &runs))
 }
 
 fn write_csv(out: &ResultsDir, runs: &[IncastRun]) -> Result<()> {
@@ -237,29 +237,7 @@ fn write_csv(out: &ResultsDir, runs: &[IncastRun]) -> Result<()> {
         }
     }
     drop(w);
-    out.csv_rows(
-        "runs.csv",
-        runs,
-        &[
-            ("algorithm", |r| r.algorithm.clone()),
-            ("workers", |r| r.workers.to_string()),
-            ("bytes_per_worker", |r| r.bytes_per_worker.to_string()),
-            ("rounds", |r| r.rounds.to_string()),
-            ("qct_p50_ms", |r| format!("{:.3}", r.qct_ms.p50)),
-            ("qct_p99_ms", |r| format!("{:.3}", r.qct_ms.p99)),
-            ("qct_max_ms", |r| format!("{:.3}", r.qct_ms.max)),
-            ("ideal_ms", |r| format!("{:.3}", r.ideal_ms)),
-            ("slow_round_fraction", |r| {
-                format!("{:.4}", r.slow_round_fraction)
-            }),
-            ("timeouts", |r| r.timeouts.to_string()),
-            ("loss_probes", |r| r.loss_probes.to_string()),
-            ("retransmits", |r| r.retransmits.to_string()),
-            ("drops", |r| r.drops.to_string()),
-            ("queue_mean", |r| format!("{:.2}", r.queue.mean)),
-            ("queue_max", |r| r.queue.max.to_string()),
-        ],
-    )
+    Ok(())
 }
 
 fn plots(out: &ResultsDir, cfg: &IncastConfig, runs: &[IncastRun]) -> Result<()> {
@@ -319,18 +297,59 @@ fn onset(runs: &[IncastRun], algorithm: &str, share: f64) -> Option<usize> {
         .min()
 }
 
-fn summary(cfg: &IncastConfig, runs: &[IncastRun]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "# Incast: DCTCP against TCP\n");
-    let _ = writeln!(
-        s,
+/// One row per N and algorithm.
+fn runs_table(runs: &[IncastRun]) -> Table {
+    Columns::<IncastRun>::new()
+        .col("algorithm", "", |r| Cell::text(&r.algorithm))
+        .col("N", "", |r| Cell::int(r.workers))
+        .col("bytes each", "", |r| Cell::int(r.bytes_per_worker))
+        .col("QCT p50", "ms", |r| Cell::num(r.qct_ms.p50, 1))
+        .col("p99", "ms", |r| Cell::num(r.qct_ms.p99, 1))
+        .col("max", "ms", |r| Cell::num(r.qct_ms.max, 1))
+        .col("ideal", "ms", |r| Cell::num(r.ideal_ms, 1))
+        .col("rounds stretched", "", |r| Cell::pct(r.slow_round_fraction, 1))
+        .col("timeouts", "", |r| Cell::int(r.timeouts))
+        .col("loss probes", "", |r| Cell::int(r.loss_probes))
+        .col("retransmits", "", |r| Cell::int(r.retransmits))
+        .col("drops", "", |r| Cell::int(r.drops))
+        .col("queue mean", "packets", |r| Cell::num(r.queue.mean, 1))
+        .col("queue max", "packets", |r| Cell::num(r.queue.max, 0))
+        .table(runs)
+}
+
+/// Where each algorithm's rounds start to stretch, beside the paper's N.
+fn onsets_table(cfg: &IncastConfig, runs: &[IncastRun]) -> Table {
+    let tested = cfg.workers.iter().max().copied().unwrap_or(0);
+    let measured = move |a: &str, share| {
+        onset(runs, a, share).map_or(format!("none up to {tested}"), |n| n.to_string())
+    };
+    Columns::<String>::new()
+        .col("algorithm", "", |a| Cell::text(a))
+        .col("paper (static 100-packet buffer)", "", |a| {
+            let n = if a == "bpf_dctcp" { PAPER_DCTCP_ONSET } else { PAPER_TCP_ONSET };
+            Cell::text(format!("about {n}"))
+        })
+        .col("measured: first N with > 1 % of rounds stretched", "", move |a| {
+            Cell::text(measured(a, 0.01))
+        })
+        .col("> 5 %", "", move |a| Cell::text(measured(a, 0.05)))
+        .col("stretched rounds at the largest N", "", move |a| {
+            let last = runs.iter().find(|r| &r.algorithm == a && r.workers == tested);
+            Cell::pct(last.map_or(0.0, |r| r.slow_round_fraction), 1)
+        })
+        .table(&cfg.algorithms)
+}
+
+fn report(cfg: &IncastConfig, runs: &[IncastRun]) -> Report {
+    let mut r = Report::new("Incast: DCTCP against TCP");
+    r.text(format!(
         "An aggregator (the star's receiver) asks N workers (one namespace each) at once for {} bytes{}, {} rounds \
          per N (the first, which opens every window, not counted), through a {} bottleneck with a {}-packet buffer: bpf_dctcp on bpf-step at K = {}, kernel algorithms \
          on droptail. RTO_min {} ms on the workers' routes, as in the paper. Query completion time = the round's \
          last response. A round slower than the ideal transfer time plus RTO_min is counted as stretched: a \
          retransmission timer fired in it (a timeout, or a tail-loss probe, which waits about two round trips but \
          at least RTO_min here). The kernel's own counts, summed over the workers (TCPTimeouts, TCPLossProbes, \
-         RetransSegs), are beside it.\n",
+         RetransSegs), are beside it.",
         cfg.response_bytes,
         if cfg.per_worker { " from each" } else { " in all, split evenly" },
         cfg.rounds,
@@ -338,100 +357,28 @@ fn summary(cfg: &IncastConfig, runs: &[IncastRun]) -> String {
         cfg.buffer_pkts,
         cfg.k,
         cfg.rto_min_ms
-    );
-    let _ = writeln!(
-        s,
-        "{}",
-        crate::net::delay::summary_lines(
-            runs.iter()
-                .map(|r| (format!("{} N = {}", r.algorithm, r.workers), &r.rtt))
-        )
-    );
-    table_header(
-        &mut s,
-        &[
-            "algorithm",
-            "N",
-            "bytes each",
-            "QCT p50 (ms)",
-            "p99",
-            "max",
-            "ideal",
-            "rounds stretched",
-            "timeouts",
-            "loss probes",
-            "retransmits",
-            "drops",
-            "queue mean",
-            "queue max",
-        ],
-    );
-    for r in runs {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1}% | {} | {} | {} | {} | {:.1} | {:.0} |",
-            r.algorithm,
-            r.workers,
-            r.bytes_per_worker,
-            r.qct_ms.p50,
-            r.qct_ms.p99,
-            r.qct_ms.max,
-            r.ideal_ms,
-            r.slow_round_fraction * 100.0,
-            r.timeouts,
-            r.loss_probes,
-            r.retransmits,
-            r.drops,
-            r.queue.mean,
-            r.queue.max
-        );
-    }
-    let _ = writeln!(s, "\n## Where timeouts start, against the paper\n");
-    table_header(
-        &mut s,
-        &[
-            "algorithm",
-            "paper (static 100-packet buffer)",
-            "measured: first N with > 1 % of rounds stretched",
-            "> 5 %",
-            "stretched rounds at the largest N",
-        ],
-    );
-    for a in &cfg.algorithms {
-        let paper = if a == "bpf_dctcp" {
-            format!("about {PAPER_DCTCP_ONSET}")
-        } else {
-            format!("about {PAPER_TCP_ONSET}")
-        };
-        let tested = cfg.workers.iter().max().copied().unwrap_or(0);
-        let measured =
-            |share| onset(runs, a, share).map_or(format!("none up to {tested}"), |n| n.to_string());
-        let last = runs
-            .iter()
-            .find(|r| &r.algorithm == a && r.workers == tested)
-            .map_or(0.0, |r| r.slow_round_fraction * 100.0);
-        let _ = writeln!(
-            s,
-            "| {a} | {paper} | {} | {} | {last:.1}% |",
-            measured(0.01),
-            measured(0.05)
-        );
-    }
-    let _ = writeln!(
-        s,
-        "\nThe paper's testbed: 1 Gbit/s, 1 MB per query split over N servers, a Broadcom Triumph switch with a \
+    ))
+    .markdown(crate::net::delay::summary_lines(
+        runs.iter().map(|r| (format!("{} N = {}", r.algorithm, r.workers), &r.rtt)),
+    ))
+    .runs_table(runs_table(runs))
+    .heading(2, "Where timeouts start, against the paper")
+    .table(onsets_table(cfg, runs))
+    .text(
+        "The paper's testbed: 1 Gbit/s, 1 MB per query split over N servers, a Broadcom Triumph switch with a \
          static 100-packet buffer per port. Sweep points are the N given (`--workers`); an onset lies between the \
-         last N without and the first N with. Plots: `qct.png`, `timeouts.png`; raw: `runs.csv`, `runs.json`, `qct.csv.gz` (every \
-         counted round)."
-    );
-    s += &repairs_line(runs.iter().map(|r| {
-        (
-            format!("{} at N = {}", r.algorithm, r.workers),
-            r.guard_repairs,
-        )
-    }));
-    s += "\n";
-    s
+         last N without and the first N with.",
+    )
+    .text(repairs_line(
+        runs.iter().map(|r| (format!("{} at N = {}", r.algorithm, r.workers), r.guard_repairs)),
+    ))
+    .heading(2, "Plots")
+    .figures(vec![
+        Figure::new("qct.png", "Query completion time (median and p99) against N"),
+        Figure::new("timeouts.png", "The share of rounds a retransmission timer stretched, against N"),
+    ])
+    .text("Raw: `runs.csv` (the table above), `runs.json`, `qct.csv.gz` (every counted round).");
+    r
 }
 
 /// Incast: N workers answer one aggregator at once (the DCTCP paper's
@@ -516,6 +463,16 @@ crate::experiments::register!("incast", IncastArgs => IncastConfig);
 mod tests {
     use super::*;
 
+    /// The report prints the figures of the run recorded with the
+    /// hand-written summary (`experiments::recorded`).
+    #[test]
+    fn the_report_prints_the_recorded_runs_figures() {
+        use crate::experiments::recorded;
+        let cfg = recorded::args::<IncastArgs>("incast").config();
+        let runs: Vec<IncastRun> = recorded::data("incast", "runs.json");
+        recorded::assert_same_figures("incast", &report(&cfg, &runs), &[]);
+    }
+
     fn run(algorithm: &str, workers: usize, hit: f64) -> IncastRun {
         IncastRun {
             algorithm: algorithm.into(),
@@ -532,7 +489,7 @@ mod tests {
             retransmits: 0,
             drops: 0,
             queue: Summary::default(),
-            guard_repairs: (0, 0, 0),
+            guard_repairs: Repairs::default(),
             qct_rounds_ms: vec![],
         }
     }

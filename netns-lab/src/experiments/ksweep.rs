@@ -11,14 +11,13 @@
 //! ran empty too often and its first that did not finds K_min, the
 //! smallest K empty at most `--empty-target` of the time.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::intf::queue_sample;
 use tc_qdisc::{Bottleneck, Marking};
 
@@ -28,7 +27,8 @@ use crate::net::delay::{bdp_pkts, DelayBackend, RoundTrip, Rtt};
 use crate::net::topology::SEGMENT_BYTES;
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::table_header;
+use crate::report::model::{Cell, Columns, Figure, Fmt, Report, Table};
+use crate::report::tables::Repairs;
 use crate::traffic::cc::Algorithms;
 
 /// Seed 001: "the queue under-runs below K / K_opt of about 2".
@@ -234,7 +234,7 @@ fn window_cap_pkts(p: &Pair, k: u32) -> u32 {
 }
 
 /// One run's figures.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct KRun {
     pub pair: Pair,
     pub k: u32,
@@ -250,7 +250,7 @@ pub struct KRun {
     pub p5: f64,
     pub p95: f64,
     pub drops: u64,
-    pub guard_repairs: (u64, u64, u64),
+    pub guard_repairs: Repairs,
     pub min_rtt_us: Vec<u32>,
 }
 
@@ -279,7 +279,7 @@ impl KRun {
 }
 
 /// Per pair: K_min found, or why not.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct KMin {
     pub pair: Pair,
     pub k_opt: f64,
@@ -341,7 +341,7 @@ fn search_k_min(
     Ok(boundary(&seen, target))
 }
 
-fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<KMin>> {
+fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Report> {
     let algorithms = Algorithms::attach(&["bpf_dctcp".to_string()])?;
     let ours = algorithms.ours("bpf_dctcp");
     let cc = algorithms.cc("bpf_dctcp");
@@ -390,32 +390,11 @@ fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<V
             k_below,
         });
     }
-    write_csv(out, &runs)?;
     out.write_json("k_min.json", &found)?;
     plot_queues(out, &traces)?;
     plot_sweep(out, cfg, &runs)?;
-    out.write_up(&runs, &summary(cfg, &runs, &found))?;
-    Ok(found)
-}
-
-fn write_csv(out: &ResultsDir, runs: &[KRun]) -> Result<()> {
-    out.csv_rows(
-        "runs.csv",
-        runs,
-        &[
-            ("rate_bps", |r| r.pair.rate_bps.to_string()),
-            ("rtt_us", |r| r.pair.rtt.as_micros().to_string()),
-            ("k", |r| r.k.to_string()),
-            ("k_over_k_opt", |r| format!("{:.4}", r.k_ratio)),
-            ("bisection", |r| r.bisection.to_string()),
-            ("empty", |r| format!("{:.5}", r.empty)),
-            ("utilization", |r| format!("{:.5}", r.utilization)),
-            ("mean", |r| format!("{:.2}", r.mean)),
-            ("p5", |r| r.p5.to_string()),
-            ("p95", |r| r.p95.to_string()),
-            ("drops", |r| r.drops.to_string()),
-        ],
-    )
+    out.write_json("runs.json", &runs)?;
+    Ok(report(cfg, &runs, &found))
 }
 
 /// Seed 001's Fig. 1: the queue over a second of each run at the first
@@ -520,16 +499,46 @@ fn plot_sweep(out: &ResultsDir, cfg: &KsweepConfig, runs: &[KRun]) -> Result<()>
     )
 }
 
-fn summary(cfg: &KsweepConfig, runs: &[KRun], found: &[KMin]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "# Marking threshold K against C x RTT / 7 (seed 001)\n");
-    let _ = writeln!(
-        s,
+/// K_min of each pair beside the seed's.
+fn k_min_table(found: &[KMin]) -> Table {
+    Columns::<KMin>::new()
+        .col("pair", "", |f| Cell::text(f.pair.label()))
+        .col("K_opt", "packets", |f| Cell::num(f.k_opt, 1))
+        .col("C x RTT", "packets", |f| Cell::num(f.k_opt * 7.0, 0))
+        .col("K_min", "packets", |f| f.k_min.map_or(Cell::text("not reached"), Cell::int))
+        .col("K_min / K_opt", "", |f| f.ratio().map_or(Cell::Missing, |r| Cell::num(r, 2)))
+        .col("largest K too often empty", "packets", |f| Cell::int(f.k_below))
+        .col("seed 001", "", |_| Cell::text(format!("about {SEED_K_MIN_RATIO}")))
+        .table(found)
+}
+
+/// Every run of the sweep and the bisection.
+fn runs_table(runs: &[KRun]) -> Table {
+    Columns::<KRun>::new()
+        .col("pair", "", |r| Cell::text(r.pair.label()))
+        .col("K", "packets", |r| Cell::int(r.k))
+        .col("bisection", "", |r| Cell::text(if r.bisection { "yes" } else { "no" }))
+        .col("K / K_opt", "", |r| Cell::num(r.k_ratio, 2))
+        .col("empty", "", |r| Cell::pct(r.empty, 1))
+        .col("utilization", "", |r| Cell::pct(r.utilization, 1))
+        .col("queue over time mean", "packets", |r| Cell::num(r.mean, 1))
+        .col("p5-p95", "packets", |r| Cell::Range(r.p5, r.p95, Fmt::dp(0)))
+        .col("drops", "", |r| Cell::int(r.drops))
+        .col("flows' min RTT", "us", |r| {
+            Cell::List(r.min_rtt_us.iter().map(|&u| f64::from(u)).collect(), Fmt::dp(0))
+        })
+        .col("guard repairs", "", |r| Cell::text(r.guard_repairs.to_string()))
+        .table(runs)
+}
+
+fn report(cfg: &KsweepConfig, runs: &[KRun], found: &[KMin]) -> Report {
+    let mut r = Report::new("Marking threshold K against C x RTT / 7 (seed 001)");
+    r.text(format!(
         "{} long bpf_dctcp flows through {switch} at K, per (rate, RTT) pair, K / K_opt log-spaced over {} .. {} \
          ({} points; K in whole packets), {:.0} s per run, the first {:.0} s not measured; then up to {} bisection \
          runs per pair. K_opt = C x RTT / 7 with C in 1500-byte packets per second. Empty = share of time the \
          queue held nothing (queue over time, from every arrival and departure). K_min = the smallest K empty at \
-         most {:.0} % of the time.\n",
+         most {:.0} % of the time.",
         cfg.flows,
         RATIO_MIN,
         RATIO_MAX,
@@ -542,35 +551,11 @@ fn summary(cfg: &KsweepConfig, runs: &[KRun], found: &[KMin]) -> String {
             Switch::BpfStep => "bpf-step",
             Switch::Red => "sch_red as a step at K",
         }
-    );
-    let _ = writeln!(s, "## K_min per pair, beside the seed\n");
-    table_header(
-        &mut s,
-        &[
-            "pair",
-            "K_opt",
-            "C x RTT (packets)",
-            "K_min",
-            "K_min / K_opt",
-            "largest K too often empty",
-            "seed 001",
-        ],
-    );
-    for f in found {
-        let _ = writeln!(
-            s,
-            "| {} | {:.1} | {:.0} | {} | {} | {} | about {SEED_K_MIN_RATIO} |",
-            f.pair.label(),
-            f.k_opt,
-            f.k_opt * 7.0,
-            f.k_min.map_or("not reached".into(), |k| k.to_string()),
-            f.ratio().map_or("-".into(), |r| format!("{r:.2}")),
-            f.k_below
-        );
-    }
-    let _ = writeln!(
-        s,
-        "\nThe seed ran Mininet with two flows and found the queue under-running below K / K_opt of about 2, \
+    ))
+    .heading(2, "K_min per pair, beside the seed")
+    .table(k_min_table(found))
+    .text(
+        "The seed ran Mininet with two flows and found the queue under-running below K / K_opt of about 2, \
          longer at higher RTTs. This lab's queue also moves by a few packets that do not scale with C x RTT: \
          htb sends in bursts of 40 us of line rate (3 packets at 1 Gbit/s), and veth's receive path and the \
          host's softirq work hand packets on in batches of tens of microseconds. Where C x RTT is small \
@@ -578,58 +563,17 @@ fn summary(cfg: &KsweepConfig, runs: &[KRun], found: &[KMin]) -> String {
          it and K_min / K_opt rises above the seed's 2, and K is whole packets (K_opt is 1.2 there); where \
          it is large (67 packets at 100 Mbit/s and 8 ms) K_min / K_opt can fall below 2, toward the theory's \
          bound of 1. So at the same K / K_opt a lower RTT can keep the queue empty longer here, the \
-         opposite of what the seed saw.\n"
-    );
-    let _ = writeln!(s, "## Every run\n");
-    table_header(
-        &mut s,
-        &[
-            "pair",
-            "K",
-            "K / K_opt",
-            "empty",
-            "utilization",
-            "queue over time mean (p5-p95)",
-            "drops",
-            "flows' min RTT (us)",
-            "guard repairs",
-        ],
-    );
-    for r in runs {
-        let _ = writeln!(
-            s,
-            "| {} | {}{} | {:.2} | {:.1} % | {:.1} % | {:.1} ({:.0}-{:.0}) | {} | {} | {} / {} / {} |",
-            r.pair.label(),
-            r.k,
-            if r.bisection { " (bisection)" } else { "" },
-            r.k_ratio,
-            r.empty * 100.0,
-            r.utilization * 100.0,
-            r.mean,
-            r.p5,
-            r.p95,
-            r.drops,
-            r.min_rtt_us.iter().map(|u| u.to_string()).collect::<Vec<_>>().join(" / "),
-            r.guard_repairs.0,
-            r.guard_repairs.1,
-            r.guard_repairs.2
-        );
-    }
+         opposite of what the seed saw.",
+    )
+    .heading(2, "Every run")
+    .runs_table(runs_table(runs));
     let struck: Vec<String> = runs
         .iter()
-        .filter(|r| r.guard_repairs.2 > 0)
-        .map(|r| {
-            format!(
-                "{} K = {} ({} holds)",
-                r.pair.label(),
-                r.k,
-                r.guard_repairs.2
-            )
-        })
+        .filter(|r| r.guard_repairs.inflight > 0)
+        .map(|r| format!("{} K = {} ({} holds)", r.pair.label(), r.k, r.guard_repairs.inflight))
         .collect();
-    let _ = writeln!(
-        s,
-        "\nGuard repairs: ssthresh / cwnd values bpf_dctcp found impossible and recomputed, and transmissions it \
+    r.text(format!(
+        "Guard repairs: ssthresh / cwnd values bpf_dctcp found impossible and recomputed, and transmissions it \
          held while far more was in flight than the reduction started from (the kernel issue in the README, \
          \"Known issue\"). {}",
         if struck.is_empty() {
@@ -642,13 +586,18 @@ fn summary(cfg: &KsweepConfig, runs: &[KRun], found: &[KMin]) -> String {
                 struck.join(", ")
             )
         }
-    );
-    let _ = writeln!(
-        s,
-        "\nFiles: `runs.csv` (every run), `runs.json`, `k_min.json`, `queue_by_k.png` (seed 001 Fig. 1: the queue \
-         over a second at the first pair for several K), `empty.png` (Fig. 2), `utilization.png`."
-    );
-    s
+    ))
+    .heading(2, "Plots")
+    .figures(vec![
+        Figure::new(
+            "queue_by_k.png",
+            "Seed 001's Fig. 1: the queue over a second at the first pair, for several K",
+        ),
+        Figure::new("empty.png", "Seed 001's Fig. 2: the share of time the queue was empty, against K / K_opt"),
+        Figure::new("utilization.png", "Utilization against K / K_opt"),
+    ])
+    .text("Raw: `runs.csv` (every run), `runs.json`, `k_min.json`.");
+    r
 }
 
 crate::experiments::register!("ksweep", KsweepArgs => KsweepConfig);
@@ -656,6 +605,17 @@ crate::experiments::register!("ksweep", KsweepArgs => KsweepConfig);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report prints the figures of the run recorded with the
+    /// hand-written summary (`experiments::recorded`).
+    #[test]
+    fn the_report_prints_the_recorded_runs_figures() {
+        use crate::experiments::recorded;
+        let cfg = recorded::args::<KsweepArgs>("ksweep").config();
+        let runs: Vec<KRun> = recorded::data("ksweep", "runs.json");
+        let found: Vec<KMin> = recorded::data("ksweep", "k_min.json");
+        recorded::assert_same_figures("ksweep", &report(&cfg, &runs, &found), &[]);
+    }
     use crate::stats::Summary;
 
     /// The quick sweep's settings on `pairs`: 4 points, 2 flows, 4 s runs.

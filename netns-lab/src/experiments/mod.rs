@@ -10,11 +10,12 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::Marking;
 
 use crate::measure::scenario::{self, RunData, Scenario};
 use crate::net::delay::{bdp_pkts, fmt_duration, parse_duration};
+use crate::report::model::Report;
 use crate::report::results::ResultsDir;
 use crate::traffic::cc::LabCc;
 use crate::units::{fmt_rate, parse_rate};
@@ -106,7 +107,7 @@ pub fn parse_variant(s: &str) -> Result<Variant, String> {
 }
 
 /// One (C, RTT) setting: `100M@8ms`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Pair {
     pub rate_bps: u64,
     pub rtt: Duration,
@@ -158,13 +159,16 @@ pub fn run_scenario(
     bar.set_style(ProgressStyle::with_template("[{pos:>5}/{len:5} ms] {bar:30} {msg}").unwrap());
     crate::capture::name_next_run(&msg);
     bar.set_message(msg);
-    let (mut run, (s, c, h), found) = crate::traffic::cc::guarded(ours, || {
+    let (mut run, repairs, found) = crate::traffic::cc::guarded(ours, || {
         scenario::run(scn, stop, |t| bar.set_position(t.as_millis() as u64))
     })?;
-    run.outcome.guard_repairs = (s, c, h);
+    run.outcome.guard_repairs = repairs;
     // The values found, where this run repaired any (the stats may hold an
     // earlier run's).
-    run.outcome.guard_found = (found.0 * u64::from(s > 0), found.1 * u64::from(c > 0));
+    run.outcome.guard_found = (
+        found.0 * u64::from(repairs.ssthresh > 0),
+        found.1 * u64::from(repairs.cwnd > 0),
+    );
     bar.finish_and_clear();
     if stop.load(Ordering::Relaxed) {
         bail!("interrupted");
@@ -181,8 +185,8 @@ pub trait Experiment {
     const NAME: &'static str;
     /// Bad input, named, before anything is built.
     fn check(&self) -> Result<()>;
-    /// The runs, their analysis, plots and summary, into `out`.
-    fn execute(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<()>;
+    /// The runs, their analysis and plots, into `out`; the report of them.
+    fn execute(&self, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Report>;
 }
 
 /// An experiment's command-line options (`lab <NAME> --help`).
@@ -195,8 +199,8 @@ pub trait ExperimentArgs {
 
 /// Registers an experiment module: `register!("name", Args => Config)`,
 /// where `Args::config` builds the configuration, `Config::validate` checks
-/// it and the module's `run` runs it, after config.json is written; `run`
-/// ends with [`ResultsDir::write_up`].
+/// it and the module's `run` runs it, after config.json is written, and
+/// returns its report.
 macro_rules! register {
     ($name:literal, $args:ty => $config:ty) => {
         impl $crate::experiments::Experiment for $config {
@@ -208,9 +212,9 @@ macro_rules! register {
                 &self,
                 out: &$crate::report::results::ResultsDir,
                 stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
-            ) -> anyhow::Result<()> {
+            ) -> anyhow::Result<$crate::report::model::Report> {
                 out.write_json("config.json", self)?;
-                run(self, out, stop).map(drop)
+                run(self, out, stop)
             }
         }
 
@@ -298,11 +302,45 @@ pub fn launch<A: ExperimentArgs>(
         args.out(),
     )?;
     crate::capture::set_results_dir(&dir.path);
-    cfg.execute(&dir, stop)?;
-    crate::capture::append_to_summary(&dir.path)?;
+    dir.write_json("lab.json", &crate::report::results::RunInfo::now(A::Config::NAME))?;
+    let mut report = cfg.execute(&dir, stop)?;
+    let repaired = crate::traffic::cc::repaired_so_far();
+    if repaired > 0 {
+        let advice = repairs_advice(repaired, crate::net::cpus::pinned_to());
+        eprintln!("lab: {advice}");
+        report.heading(2, "The guard's repairs").text(advice);
+    }
+    if let Some(packets) = crate::capture::summary_section(&dir.path)? {
+        report.heading(2, "Packets (`lab --pcap`)").markdown(packets);
+    }
+    dir.write_report(&report)?;
     println!("results: {}", dir.path.display());
     println!("summary: {}", dir.file("summary.md").display());
+    println!("page:    {}", dir.file("index.html").display());
     Ok(())
+}
+
+/// What a run the guard had to repair means, and what to do: where the lab
+/// shared its CPUs with the platform's agent, `lab --cpus` (the last CPU,
+/// the one it kept clean here); where it was pinned already, that the
+/// strikes came anyway and where to read of them.
+fn repairs_advice(repaired: u64, pinned: Option<Vec<usize>>) -> String {
+    let what = format!(
+        "bpf_dctcp's guard repaired {repaired} impossible ssthresh, cwnd or in-flight values in these runs (the \
+         kernel issue, README \"Known issue\"): the queue and window figures of those runs carry the bursts it \
+         made, not only DCTCP's control."
+    );
+    let last = crate::net::cpus::online() - 1;
+    match pinned {
+        None if last > 0 => format!(
+            "{what} On the guests this lab was built on it strikes only where the platform's agent shares a CPU with \
+             the lab: run it again with `lab --cpus {last} ...` to keep the lab on CPU {last} (docs/kernels.md)."
+        ),
+        _ => format!(
+            "{what} The lab ran on its own CPUs and it struck anyway: read docs/kernels.md (\"Known issue\") for \
+             where it comes from, and judge these runs' queues with it."
+        ),
+    }
 }
 
 /// Each `(config, says)` is refused by `validate` with an error that says
@@ -318,6 +356,64 @@ pub(crate) fn assert_each_refused<C>(cases: Vec<(C, &str)>, validate: impl Fn(&C
     }
 }
 
+/// Runs recorded with the hand-written summaries (7f68eb8, each experiment
+/// once with `--quick`): tests/fixtures/reports/<experiment>/ holds the
+/// command line's options (`args`), the runs' data the summary was printed
+/// from (runs.json, and what else an experiment keeps) and that summary.md.
+/// An experiment's report, fed the same data, must print the same figures.
+#[cfg(test)]
+pub(crate) mod recorded {
+    use std::path::PathBuf;
+
+    #[derive(clap::Parser)]
+    struct Cli<A: clap::Args> {
+        #[command(flatten)]
+        args: A,
+    }
+
+    fn dir(experiment: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports").join(experiment)
+    }
+
+    fn read(experiment: &str, file: &str) -> String {
+        let path = dir(experiment).join(file);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// The recorded run's options, parsed as `lab <experiment>` would.
+    pub fn args<A: clap::Args>(experiment: &str) -> A {
+        let words = read(experiment, "args");
+        let argv = std::iter::once(experiment).chain(words.split_whitespace());
+        <Cli<A> as clap::Parser>::try_parse_from(argv).unwrap().args
+    }
+
+    /// One of the recorded run's data files.
+    pub fn data<T: serde::de::DeserializeOwned>(experiment: &str, file: &str) -> T {
+        serde_json::from_str(&read(experiment, file)).unwrap_or_else(|e| panic!("{experiment}/{file}: {e}"))
+    }
+
+    /// The report prints every figure the recorded summary printed, and no
+    /// other, but for `dropped`: figures the old summary printed wrongly,
+    /// each with why (each must be one the report no longer prints).
+    pub fn assert_same_figures(
+        experiment: &str,
+        report: &crate::report::model::Report,
+        dropped: &[(&str, &str)],
+    ) {
+        let new = crate::report::render::markdown(report);
+        let mut diff = crate::report::figures::differences(&read(experiment, "summary.md"), &new);
+        for (figure, why) in dropped {
+            let d = diff
+                .iter_mut()
+                .find(|(f, old, new)| f == figure && old > new)
+                .unwrap_or_else(|| panic!("{figure} ({why}) is not missing from the report"));
+            d.1 -= 1;
+        }
+        diff.retain(|(_, old, new)| old != new);
+        assert!(diff.is_empty(), "(figure, in the old summary, in the report): {diff:?}\n{new}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -326,6 +422,19 @@ mod tests {
     struct Cli<A: clap::Args> {
         #[command(flatten)]
         args: A,
+    }
+
+    #[test]
+    fn repairs_advise_pinning_unless_the_lab_was_pinned() {
+        let cpus = crate::net::cpus::online();
+        let free = super::repairs_advice(12, None);
+        assert!(free.contains("repaired 12 impossible"), "{free}");
+        if cpus > 1 {
+            let last = cpus - 1;
+            assert!(free.contains(&format!("`lab --cpus {last} ...`")), "{free}");
+        }
+        let pinned = super::repairs_advice(3, Some(vec![1]));
+        assert!(pinned.contains("struck anyway") && !pinned.contains("--cpus"), "{pinned}");
     }
 
     #[test]

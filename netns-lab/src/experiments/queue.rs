@@ -16,14 +16,16 @@ use tc_qdisc::Bottleneck;
 
 use crate::experiments::{parse_variant, run_scenario, StarArgs, Variant, DEFAULT_VARIANTS};
 use crate::measure::cctrace::CcTrace;
+use crate::measure::cctrace::{FlowCheck, TraceCheck};
 use crate::measure::scenario::{Outcome, Scenario};
 use crate::net::delay::{datacenter_rtt, RoundTrip, RttArgs};
 use crate::net::link_faults::FaultArgs;
 use crate::net::topology::SEGMENT_BYTES;
 use crate::net::topology::{Star, StarSpec};
+use crate::report::model::{Cell, Check, Columns, Figure, Fmt, Report, Table};
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{found_note, repairs_note, steal_note, table_header};
+use crate::report::tables::{found_note, repairs_note, steal_note};
 use crate::stats::{cdf, Summary};
 use crate::traffic::cc::Algorithms;
 use crate::units::{fmt_rate, parse_rate, rate_tag};
@@ -219,7 +221,7 @@ impl QueueConfig {
     }
 }
 
-fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<Outcome>> {
+fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Report> {
     let variants: Vec<Variant> = cfg
         .variants
         .iter()
@@ -241,7 +243,7 @@ fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Ve
             let msg = format!("run {n}/{total}: {} {}", fmt_rate(rate), v.label());
             let run = run_scenario(&scn, ours, msg, stop)?;
             let (outcome, samples) = (run.outcome, run.samples);
-            let dir = out.sub(&format!("{}-{}-{}", rate_tag(rate), v.cc, v.backend))?;
+            let dir = out.sub(&run_dir(rate, &v.label()))?;
             write_run(&dir, &scn, &outcome, &samples)?;
             if let Some(t) = &run.cc_trace {
                 t.write_csv(&dir, "cc_trace.csv.gz")?;
@@ -271,13 +273,13 @@ fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Ve
         }
     }
     plot_rates(cfg, out, &traces)?;
-    let dctcp_labels: Vec<String> = variants
-        .iter()
-        .filter(|v| v.is_dctcp())
-        .map(Variant::label)
-        .collect();
-    out.write_text("summary.md", &summary(cfg, &outcomes, &dctcp_labels))?;
-    Ok(outcomes)
+    out.write_json("runs.json", &outcomes)?;
+    Ok(report(cfg, &outcomes))
+}
+
+/// A run's folder: `100M-bpf_dctcp-bpf-step` for bpf_dctcp@bpf-step at 100 Mbit/s.
+fn run_dir(rate_bps: u64, label: &str) -> String {
+    format!("{}-{}", rate_tag(rate_bps), label.replacen('@', "-", 1))
 }
 
 fn write_run(
@@ -529,19 +531,11 @@ fn trace_line(tc: &crate::measure::cctrace::TraceCheck) -> String {
     )
 }
 
-fn mark(ok: bool) -> &'static str {
-    if ok {
-        "yes"
-    } else {
-        "**NO**"
-    }
-}
-
-fn rwnd_cell(o: &Outcome) -> String {
+fn rwnd_cell(o: &Outcome) -> Cell {
     match (o.rwnd_clamp_bytes, o.rwnd_limited_share()) {
-        (Some(_), Some(share)) => format!("{:.2}%", share * 100.0),
-        (Some(_), None) => "?".into(),
-        (None, _) => "no cap".into(),
+        (Some(_), Some(share)) => Cell::pct(share, 2),
+        (Some(_), None) => Cell::text("?"),
+        (None, _) => Cell::text("no cap"),
     }
 }
 
@@ -599,111 +593,88 @@ fn judged_queue(o: &Outcome) -> (&Summary, &'static str) {
     }
 }
 
+/// The table of runs: one row per rate and algorithm@backend.
+fn runs_table(outcomes: &[Outcome]) -> Table {
+    let over =
+        |o: &Outcome, f: fn(&Summary) -> Cell| o.queue_over_time.as_ref().map_or(Cell::Missing, f);
+    Columns::<Outcome>::new()
+        .col("rate", "", |o| Cell::text(fmt_rate(o.rate_bps)))
+        .col("algorithm@backend", "", |o| Cell::text(&o.label))
+        .col("queue mean", "packets", |o| Cell::num(o.queue.mean, 1))
+        .col("p5-p95", "packets", |o| {
+            Cell::Range(o.queue.p5, o.queue.p95, Fmt::dp(0))
+        })
+        .col("over time: mean", "packets", move |o| {
+            over(o, |t| Cell::num(t.mean, 1))
+        })
+        .col("over time: p5-p95", "packets", move |o| {
+            over(o, |t| Cell::Range(t.p5, t.p95, Fmt::dp(0)))
+        })
+        .col("max", "packets", |o| Cell::num(o.queue.max, 0))
+        .col("empty", "", |o| Cell::pct(o.queue_empty_fraction, 1))
+        .col("utilization", "", |o| Cell::pct(o.utilization, 1))
+        .col("drops", "", |o| Cell::int(o.drops))
+        .col("marks", "", |o| Cell::int(o.marks))
+        .col("CE at receiver", "", |o| Cell::pct(o.ce_fraction, 2))
+        .col("goodput per flow", "Mbit/s", |o| {
+            Cell::List(o.goodput_bps.iter().map(|g| g / 1e6).collect(), Fmt::dp(1))
+        })
+        .col("guard repairs", "", |o| {
+            Cell::text(format!("{}{}", o.guard_repairs, found_note(o.guard_found)))
+        })
+        .col("rwnd-limited", "", rwnd_cell)
+        .col("host softirq", "", |o| Cell::pct(o.softirq_share, 0))
+        .table(outcomes)
+}
+
 /// Theory (Alizadeh et al. 2010, section 3.3) beside the measurements.
-fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> String {
-    let n = cfg.flows as f64;
-    let k = f64::from(cfg.k);
-    let mut s = String::new();
-    let _ = writeln!(s, "# Queue occupancy: DCTCP against TCP (paper Fig. 1)\n");
-    let _ = writeln!(
-        s,
+fn report(cfg: &QueueConfig, outcomes: &[Outcome]) -> Report {
+    let dctcp_labels: Vec<String> = cfg
+        .variants
+        .iter()
+        .filter_map(|v| parse_variant(v).ok())
+        .filter(Variant::is_dctcp)
+        .map(|v| v.label())
+        .collect();
+    let dctcp_labels = dctcp_labels.as_slice();
+    let mut r = Report::new("Queue occupancy: DCTCP against TCP (paper Fig. 1)");
+    r.text(format!(
         "{} long flows into one receiver; bottleneck buffer {} packets; marking backends at K = {}; rows are \
          algorithm@backend. {:.0} s per run, the first {:.0} s not measured. Queue = packets found by each arriving \
          packet (BPF probe at the bottleneck); over time = the queue weighted by how long it held each length, \
          rebuilt from every arrival and every dequeue, which is what a switch sampling its queue periodically \
-         reports (the reference traces were sampled so).\n",
+         reports (the reference traces were sampled so).",
         cfg.flows,
         cfg.buffer_pkts,
         cfg.k,
         cfg.duration.as_secs_f64(),
         cfg.warmup.as_secs_f64()
-    );
-    let _ = writeln!(
-        s,
-        "{}",
-        crate::net::delay::summary_lines(
-            outcomes
-                .iter()
-                .map(|o| (format!("{} {}", fmt_rate(o.rate_bps), o.label), &o.rtt))
-        )
-    );
-    table_header(
-        &mut s,
-        &[
-            "rate",
-            "algorithm@backend",
-            "queue mean",
-            "p5-p95",
-            "over time: mean",
-            "p5-p95",
-            "max",
-            "empty",
-            "utilization",
-            "drops",
-            "marks",
-            "CE at receiver",
-            "goodput per flow (Mbit/s)",
-            "guard repairs",
-            "rwnd-limited",
-            "host softirq",
-        ],
-    );
-    for o in outcomes {
-        let gp: Vec<String> = o
-            .goodput_bps
+    ))
+    .markdown(crate::net::delay::summary_lines(
+        outcomes
             .iter()
-            .map(|g| format!("{:.1}", g / 1e6))
-            .collect();
-        let _ = writeln!(
-            s,
-            "| {} | {} | {:.1} | {:.0}-{:.0} | {} | {} | {:.0} | {:.1}% | {:.1}% | {} | {} | {:.2}% | {} | {} / {} / {}{} | {} | {:.0}% |",
-            fmt_rate(o.rate_bps),
-            o.label,
-            o.queue.mean,
-            o.queue.p5,
-            o.queue.p95,
-            o.queue_over_time
-                .as_ref()
-                .map_or("-".into(), |t| format!("{:.1}", t.mean)),
-            o.queue_over_time
-                .as_ref()
-                .map_or("-".into(), |t| format!("{:.0}-{:.0}", t.p5, t.p95)),
-            o.queue.max,
-            o.queue_empty_fraction * 100.0,
-            o.utilization * 100.0,
-            o.drops,
-            o.marks,
-            o.ce_fraction * 100.0,
-            gp.join(" / "),
-            o.guard_repairs.0,
-            o.guard_repairs.1,
-            o.guard_repairs.2,
-            found_note(o.guard_found),
-            rwnd_cell(o),
-            o.softirq_share * 100.0
-        );
-    }
-    let _ = writeln!(
-        s,
-        "\nGuard repairs: ssthresh / cwnd values bpf_dctcp found impossible and recomputed, and transmissions it \
+            .map(|o| (format!("{} {}", fmt_rate(o.rate_bps), o.label), &o.rtt)),
+    ))
+    .runs_table(runs_table(outcomes))
+    .text(
+        "Guard repairs: ssthresh / cwnd values bpf_dctcp found impossible and recomputed, and transmissions it \
          held while far more was in flight than the reduction started from (the kernel issue in the README); \
          0 / 0 / 0 means the run never met it. \"found\" is the last impossible value repaired, as the guard \
-         found it (on the AMD hosts here a stale return address of the kernel's SRSO return thunk).\n"
+         found it (on the AMD hosts here a stale return address of the kernel's SRSO return thunk).",
     );
-    let clamps: Vec<String> = cfg
-        .rates_bps
-        .iter()
-        .map(|&r| format!("{} packets at {}", cfg.rwnd_clamp_at(r), fmt_rate(r)))
-        .collect();
     if cfg.rates_bps.iter().any(|&r| cfg.rwnd_clamp_at(r) > 0) {
-        let _ = writeln!(
-            s,
+        let clamps: Vec<String> = cfg
+            .rates_bps
+            .iter()
+            .map(|&r| format!("{} packets at {}", cfg.rwnd_clamp_at(r), fmt_rate(r)))
+            .collect();
+        r.text(format!(
             "Receive window: on a marking backend each receiver clamps its window at {} \
              (`--rwnd-clamp`, TCP_WINDOW_CLAMP; by default twice C x RTT + K, at least 64), so its handshake picks a window scale that can never \
              advertise more than {} packets, several times the window DCTCP holds here (K + C x RTT shared by \
              {} flows): a window the kernel issue corrupts cannot burst hundreds of packets into the buffer. \
              rwnd-limited: the largest share of a sender's busy time the receiver's window held it back \
-             (tcp_info); near 0 means the cap only caught the issue's bursts and did not shape the run.\n",
+             (tcp_info); near 0 means the cap only caught the issue's bursts and did not shape the run.",
             clamps.join(", "),
             outcomes
                 .iter()
@@ -712,237 +683,257 @@ fn summary(cfg: &QueueConfig, outcomes: &[Outcome], dctcp_labels: &[String]) -> 
                 .max()
                 .unwrap_or(0),
             cfg.flows
-        );
+        ));
     }
-    let _ = writeln!(s, "{}", host_note(outcomes));
+    r.text(host_note(outcomes));
     if !cfg.faults.is_none() {
-        let _ = writeln!(
-            s,
-            "{}",
-            crate::measure::fault_effects::summary_section(&cfg.faults, outcomes)
-        );
+        r.markdown(crate::measure::fault_effects::summary_section(
+            &cfg.faults,
+            outcomes,
+        ));
     }
-    let _ = writeln!(s, "\n## Against theory and the reference traces\n");
-    let _ = writeln!(
-        s,
-        "Reference (mininet-tests, hardware DCTCP trace): mean 19.0 packets, p5-p95 17.1-20.7; TCP 331.\n"
+    r.heading(2, "Against theory and the reference traces").text(
+        "Reference (mininet-tests, hardware DCTCP trace): mean 19.0 packets, p5-p95 17.1-20.7; TCP 331.",
     );
     for &rate in &cfg.rates_bps {
-        let c = rate as f64 / (f64::from(tc_qdisc::backend::PKT_BYTES) * 8.0);
         let rows: Vec<&Outcome> = outcomes.iter().filter(|o| o.rate_bps == rate).collect();
-        let measured = rows
-            .iter()
-            .flat_map(|o| o.flows.iter().map(|f| f.info.min_rtt_us))
-            .filter(|&r| r > 0)
-            .min()
-            .unwrap_or(0) as f64
-            / 1e6;
-        // The theory takes the RTT the lab was asked for (the first
-        // sender's, where they differ), or what veth gave without one.
-        let configured = cfg.round_trip(rate).map(|r| r.rtt.of(0).as_secs_f64());
-        let rtt = configured.unwrap_or(measured);
-        let bdp = c * rtt;
-        let amp = 0.5 * (2.0 * n * (bdp + k)).sqrt();
-        let tc = 0.5 * (2.0 * (bdp + k) / n).sqrt();
-        let _ = writeln!(
-            s,
-            "### {}\n\nC = {:.0} packets/s, RTT {:.0} us ({}), C x RTT = {:.2} packets. \
-             Full throughput needs K > C x RTT / 7 = {:.2}: K = {} {}. Theory for N = {}: Qmax = K + N = {:.0}, \
-             amplitude A = {:.1} packets, period Tc = {:.1} RTTs.\n",
-            fmt_rate(rate),
-            c,
-            rtt * 1e6,
-            match configured {
-                Some(_) => format!("configured; measured base RTT {:.0} us, min over flows", measured * 1e6),
-                None => "no delay added: veth's own, min over flows".into(),
-            },
-            bdp,
-            bdp / 7.0,
-            cfg.k,
-            if k > bdp / 7.0 { "satisfies it" } else { "does not" },
-            cfg.flows,
-            k + n,
-            amp,
-            tc
-        );
-        let tcp_mean = rows
-            .iter()
-            .filter(|o| !dctcp_labels.contains(&o.label))
-            .map(|o| judged_queue(o).0.mean)
-            .fold(0.0, f64::max);
-        let _ = writeln!(
-            s,
-            "| check | target | measured | met |\n| --- | --- | --- | --- |"
-        );
-        for o in rows.iter().filter(|o| dctcp_labels.contains(&o.label)) {
-            let l = &o.label;
-            let (q, over) = judged_queue(o);
-            let _ = writeln!(
-                s,
-                "| {l} mean queue{over} | K +/- 3 = {:.0}-{:.0} | {:.1} | {} |",
-                k - 3.0,
-                k + 3.0,
-                q.mean,
-                mark((q.mean - k).abs() <= 3.0)
-            );
-            let _ = writeln!(
-                s,
-                "| {l} p95 queue{over} | <= K + N + 5 = {:.0} | {:.0} | {} |",
-                k + n + 5.0,
-                q.p95,
-                mark(q.p95 <= k + n + 5.0)
-            );
-            if !over.is_empty() {
-                let _ = writeln!(
-                    s,
-                    "| {l} mean / p95 queue found by arrivals | (reported) | {:.1} / {:.0} | - |",
-                    o.queue.mean, o.queue.p95
-                );
-            }
-            let _ = writeln!(
-                s,
-                "| {l} max queue | Qmax = K + N = {:.0} (theory) | {:.0} | - |",
-                k + n,
-                o.queue.max
-            );
-            let _ = writeln!(
-                s,
-                "| {l} utilization | >= 95% | {:.1}% | {} |",
-                o.utilization * 100.0,
-                mark(o.utilization >= 0.95)
-            );
-            let _ = writeln!(
-                s,
-                "| {l} drops | 0 | {} | {} |",
-                o.drops,
-                mark(o.drops == 0)
-            );
-            if tcp_mean > 0.0 {
-                let _ = writeln!(
-                    s,
-                    "| TCP mean queue{over} / {l}'s | >= 10 | {:.1} | {} |",
-                    tcp_mean / q.mean.max(1e-9),
-                    mark(tcp_mean >= 10.0 * q.mean)
-                );
-            }
-        }
-        for o in rows.iter().filter(|o| !dctcp_labels.contains(&o.label)) {
-            let _ = writeln!(
-                s,
-                "| {} drops | > 0 | {} | {} |",
-                o.label,
-                o.drops,
-                mark(o.drops > 0)
-            );
-        }
-        if rows
-            .iter()
-            .any(|o| dctcp_labels.contains(&o.label) && o.label.ends_with("@fq_codel"))
-        {
-            let _ = writeln!(
-                s,
-                "\nfq_codel marks at dequeue, by how long a packet waited: the mark leaves at once instead of \
-                 queueing behind K packets, so the senders hear of the queue one queueing delay sooner and it \
-                 tops out near K, not K + N. Theory then puts its mean near K - A/2 = {:.1}.",
-                k - amp / 2.0
-            );
-        }
-        let _ = writeln!(s);
+        theory_at(&mut r, cfg, rate, &rows, dctcp_labels);
     }
-    let _ = writeln!(
-        s,
+    r.text(
         "The checks read the queue over time. Arrivals find less: the shaper lets packets leave in bunches (htb's \
          burst per timer) and the ACK clock brings the next arrivals right after each bunch, so they find the queue \
-         at the bottom of each step, most at 1 Gbit/s (docs/lab/README.md, \"The lab at 1 Gbit/s\").\n"
+         at the bottom of each step, most at 1 Gbit/s (docs/lab/README.md, \"The lab at 1 Gbit/s\").",
     );
-    let _ = writeln!(s, "## Probe against the qdisc's own counters\n");
-    table_header(
-        &mut s,
-        &[
-            "rate",
-            "algorithm",
-            "probe arrivals enqueued",
-            "qdisc sent + dropped",
-            "probe tail drops",
-            "qdisc drops",
-            "probe departures",
-            "qdisc sent",
-            "marks",
-            "CE at receiver",
-        ],
-    );
-    for o in outcomes {
-        let p = &o.probe_check;
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            fmt_rate(o.rate_bps),
-            o.label,
-            p.probe_enqueued,
-            p.qdisc_accounted,
-            p.probe_taildrops,
-            p.qdisc_drops,
-            p.probe_departed,
-            p.qdisc_sent,
-            p.marks,
-            p.receiver_ce
+    r.heading(2, "Probe against the qdisc's own counters")
+        .table(
+            Columns::<Outcome>::new()
+                .col("rate", "", |o| Cell::text(fmt_rate(o.rate_bps)))
+                .col("algorithm", "", |o| Cell::text(&o.label))
+                .col("probe arrivals enqueued", "", |o| Cell::int(o.probe_check.probe_enqueued))
+                .col("qdisc sent + dropped", "", |o| Cell::int(o.probe_check.qdisc_accounted))
+                .col("probe tail drops", "", |o| Cell::int(o.probe_check.probe_taildrops))
+                .col("qdisc drops", "", |o| Cell::int(o.probe_check.qdisc_drops))
+                .col("probe departures", "", |o| Cell::int(o.probe_check.probe_departed))
+                .col("qdisc sent", "", |o| Cell::int(o.probe_check.qdisc_sent))
+                .col("marks", "", |o| Cell::int(o.probe_check.marks))
+                .col("CE at receiver", "", |o| Cell::int(o.probe_check.receiver_ce))
+                .table(outcomes),
+        )
+        .text(
+            "Probe departures: packets the kernel's qdisc_dequeue tracepoint saw leave the root qdisc. On 6.18 the \
+             tracepoint itself (perf counts the same) skips some bulk dequeues: 0.1-0.5 % of the qdisc's sent counter at \
+             20 and 100 Mbit/s, up to 2 % at 1 Gbit/s; the VM kernels skip none. Each event carries the queue length it \
+             read, so a skipped dequeue moves the queue over time only until the next event, and the utilization counts \
+             the window's departures from the arrivals instead (`window_departed` in outcome.json holds both counts).",
         );
-    }
-    let _ = writeln!(
-        s,
-        "\nProbe departures: packets the kernel's qdisc_dequeue tracepoint saw leave the root qdisc. On 6.18 the \
-         tracepoint itself (perf counts the same) skips some bulk dequeues: 0.1-0.5 % of the qdisc's sent counter at \
-         20 and 100 Mbit/s, up to 2 % at 1 Gbit/s; the VM kernels skip none. Each event carries the queue length it \
-         read, so a skipped dequeue moves the queue over time only until the next event, and the utilization counts \
-         the window's departures from the arrivals instead (`window_departed` in outcome.json holds both counts)."
+    trace_section(&mut r, outcomes, dctcp_labels);
+    r.heading(2, "Plots").figures(figures(cfg, outcomes)).text(
+        "Raw samples: `<rate>-<algorithm>/queue.csv.gz`, `throughput.csv`, `cc_trace.csv.gz` (every traced event).",
     );
-    let traced: Vec<&Outcome> = outcomes
+    r
+}
+
+/// One rate's theory (C, RTT, K_opt, Qmax, A, T_c) and the checks of its
+/// DCTCP runs against it.
+fn theory_at(
+    r: &mut Report,
+    cfg: &QueueConfig,
+    rate: u64,
+    rows: &[&Outcome],
+    dctcp_labels: &[String],
+) {
+    let n = cfg.flows as f64;
+    let k = f64::from(cfg.k);
+    let c = rate as f64 / (f64::from(tc_qdisc::backend::PKT_BYTES) * 8.0);
+    let measured = rows
         .iter()
-        .filter(|o| o.trace_check.is_some())
-        .collect();
-    if !traced.is_empty() {
-        let _ = writeln!(
-            s,
-            "\n## Live trace of {} (ring buffer, as `loader trace`)\n",
-            dctcp_labels.join(", ")
-        );
-        let _ = writeln!(s, "The sender's stream beside the receiver: F = ECE-echoed / delivered packets summed over the alpha windows; the receiver's CE fraction is counted at its ingress.\n");
-        let _ = writeln!(s, "| rate | algorithm | flow | events seen / dropped / produced | windows | traced ACKs | alpha, 2nd half (F there) | F (sender) | CE fraction (receiver) | delivered_ce (sender) | CE packets (receiver) |");
-        let _ = writeln!(
-            s,
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-        );
-        for o in traced {
-            let tc = o.trace_check.as_ref().expect("filtered");
-            for f in &tc.flows {
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | {} / {} / {} | {} | {} | {:.3} ({:.3}) | {:.4} | {:.4} | {} | {} |",
-                    fmt_rate(o.rate_bps),
-                    o.label,
-                    f.sender,
-                    tc.counts.seen,
-                    tc.counts.dropped,
-                    tc.counts.produced,
-                    f.windows,
-                    f.acks,
-                    f.alpha_late_mean,
-                    f.fraction_marked_late,
-                    f.fraction_marked,
-                    f.receiver_ce_pkts as f64 / f.receiver_pkts.max(1) as f64,
-                    f.sender_delivered_ce,
-                    f.receiver_ce_pkts
-                );
-            }
+        .flat_map(|o| o.flows.iter().map(|f| f.info.min_rtt_us))
+        .filter(|&r| r > 0)
+        .min()
+        .unwrap_or(0) as f64
+        / 1e6;
+    // The theory takes the RTT the lab was asked for (the first sender's,
+    // where they differ), or what veth gave without one.
+    let configured = cfg.round_trip(rate).map(|r| r.rtt.of(0).as_secs_f64());
+    let rtt = configured.unwrap_or(measured);
+    let bdp = c * rtt;
+    let amp = 0.5 * (2.0 * n * (bdp + k)).sqrt();
+    let tc = 0.5 * (2.0 * (bdp + k) / n).sqrt();
+    r.heading(3, fmt_rate(rate)).text(format!(
+        "C = {:.0} packets/s, RTT {:.0} us ({}), C x RTT = {:.2} packets. \
+         Full throughput needs K > C x RTT / 7 = {:.2}: K = {} {}. Theory for N = {}: Qmax = K + N = {:.0}, \
+         amplitude A = {:.1} packets, period Tc = {:.1} RTTs.",
+        c,
+        rtt * 1e6,
+        match configured {
+            Some(_) => format!("configured; measured base RTT {:.0} us, min over flows", measured * 1e6),
+            None => "no delay added: veth's own, min over flows".into(),
+        },
+        bdp,
+        bdp / 7.0,
+        cfg.k,
+        if k > bdp / 7.0 { "satisfies it" } else { "does not" },
+        cfg.flows,
+        k + n,
+        amp,
+        tc
+    ));
+    let tcp_mean = rows
+        .iter()
+        .filter(|o| !dctcp_labels.contains(&o.label))
+        .map(|o| judged_queue(o).0.mean)
+        .fold(0.0, f64::max);
+    let mut checks = vec![];
+    for o in rows.iter().filter(|o| dctcp_labels.contains(&o.label)) {
+        let l = &o.label;
+        let (q, over) = judged_queue(o);
+        checks.push(Check::judged(
+            format!("{l} mean queue{over}"),
+            format!("K +/- 3 = {:.0}-{:.0}", k - 3.0, k + 3.0),
+            format!("{:.1}", q.mean),
+            (q.mean - k).abs() <= 3.0,
+        ));
+        checks.push(Check::judged(
+            format!("{l} p95 queue{over}"),
+            format!("<= K + N + 5 = {:.0}", k + n + 5.0),
+            format!("{:.0}", q.p95),
+            q.p95 <= k + n + 5.0,
+        ));
+        if !over.is_empty() {
+            checks.push(Check::reported(
+                format!("{l} mean / p95 queue found by arrivals"),
+                "(reported)",
+                format!("{:.1} / {:.0}", o.queue.mean, o.queue.p95),
+            ));
+        }
+        checks.push(Check::reported(
+            format!("{l} max queue"),
+            format!("Qmax = K + N = {:.0} (theory)", k + n),
+            format!("{:.0}", o.queue.max),
+        ));
+        checks.push(Check::judged(
+            format!("{l} utilization"),
+            ">= 95%",
+            format!("{:.1}%", o.utilization * 100.0),
+            o.utilization >= 0.95,
+        ));
+        checks.push(Check::judged(
+            format!("{l} drops"),
+            "0",
+            o.drops.to_string(),
+            o.drops == 0,
+        ));
+        if tcp_mean > 0.0 {
+            checks.push(Check::judged(
+                format!("TCP mean queue{over} / {l}'s"),
+                ">= 10",
+                format!("{:.1}", tcp_mean / q.mean.max(1e-9)),
+                tcp_mean >= 10.0 * q.mean,
+            ));
         }
     }
-    let _ = writeln!(
-        s,
-        "\nPlots: `queue_<rate>.png` (queue at every arrival over a short excerpt), `queue_cdf_<rate>.png`, and per \
-         run `throughput.png`; traced runs also `sawtooth.png` (queue, cwnd and alpha over the same excerpt). Raw \
-         samples: `<rate>-<algorithm>/queue.csv.gz`, `throughput.csv`, `cc_trace.csv.gz` (every traced event)."
-    );
-    s
+    for o in rows.iter().filter(|o| !dctcp_labels.contains(&o.label)) {
+        checks.push(Check::judged(
+            format!("{} drops", o.label),
+            "> 0",
+            o.drops.to_string(),
+            o.drops > 0,
+        ));
+    }
+    r.checks(checks);
+    if rows
+        .iter()
+        .any(|o| dctcp_labels.contains(&o.label) && o.label.ends_with("@fq_codel"))
+    {
+        r.text(format!(
+            "fq_codel marks at dequeue, by how long a packet waited: the mark leaves at once instead of \
+             queueing behind K packets, so the senders hear of the queue one queueing delay sooner and it \
+             tops out near K, not K + N. Theory then puts its mean near K - A/2 = {:.1}.",
+            k - amp / 2.0
+        ));
+    }
+}
+
+/// The live trace of the traced runs beside the receiver's counts.
+fn trace_section(r: &mut Report, outcomes: &[Outcome], dctcp_labels: &[String]) {
+    let flows: Vec<(&Outcome, &TraceCheck, &FlowCheck)> = outcomes
+        .iter()
+        .filter_map(|o| o.trace_check.as_ref().map(|t| (o, t)))
+        .flat_map(|(o, t)| t.flows.iter().map(move |f| (o, t, f)))
+        .collect();
+    if flows.is_empty() {
+        return;
+    }
+    r.heading(2, format!("Live trace of {} (ring buffer, as `loader trace`)", dctcp_labels.join(", ")))
+        .text(
+            "The sender's stream beside the receiver: F = ECE-echoed / delivered packets summed over the alpha \
+             windows; the receiver's CE fraction is counted at its ingress.",
+        )
+        .table(
+            Columns::<(&Outcome, &TraceCheck, &FlowCheck)>::new()
+                .col("rate", "", |(o, _, _)| Cell::text(fmt_rate(o.rate_bps)))
+                .col("algorithm", "", |(o, _, _)| Cell::text(&o.label))
+                .col("flow", "", |(_, _, f)| Cell::int(f.sender))
+                .col("events seen / dropped / produced", "", |(_, t, _)| {
+                    Cell::text(format!("{} / {} / {}", t.counts.seen, t.counts.dropped, t.counts.produced))
+                })
+                .col("windows", "", |(_, _, f)| Cell::int(f.windows))
+                .col("traced ACKs", "", |(_, _, f)| Cell::int(f.acks))
+                .col("alpha, 2nd half", "", |(_, _, f)| Cell::num(f.alpha_late_mean, 3))
+                .col("F there", "", |(_, _, f)| Cell::num(f.fraction_marked_late, 3))
+                .col("F (sender)", "", |(_, _, f)| Cell::num(f.fraction_marked, 4))
+                .col("CE fraction (receiver)", "", |(_, _, f)| {
+                    Cell::num(f.receiver_ce_pkts as f64 / f.receiver_pkts.max(1) as f64, 4)
+                })
+                .col("delivered_ce (sender)", "", |(_, _, f)| Cell::int(f.sender_delivered_ce))
+                .col("CE packets (receiver)", "", |(_, _, f)| Cell::int(f.receiver_ce_pkts))
+                .table(&flows),
+        );
+}
+
+/// The plots of a run, each with what it shows.
+fn figures(cfg: &QueueConfig, outcomes: &[Outcome]) -> Vec<Figure> {
+    let mut f = vec![];
+    for &rate in &cfg.rates_bps {
+        let tag = rate_tag(rate);
+        f.push(Figure::new(
+            format!("queue_{tag}.png"),
+            format!(
+                "The queue at every arrival over {:.2} s at {}",
+                excerpt_span_s(rate),
+                fmt_rate(rate)
+            ),
+        ));
+        f.push(Figure::new(
+            format!("queue_cdf_{tag}.png"),
+            format!(
+                "The queue's CDF over the measured window at {}",
+                fmt_rate(rate)
+            ),
+        ));
+    }
+    for o in outcomes {
+        let dir = run_dir(o.rate_bps, &o.label);
+        if o.trace_check.is_some() {
+            f.push(Figure::new(
+                format!("{dir}/sawtooth.png"),
+                format!(
+                    "{} at {}: queue, cwnd and alpha over the same excerpt",
+                    o.label,
+                    fmt_rate(o.rate_bps)
+                ),
+            ));
+        }
+        f.push(Figure::new(
+            format!("{dir}/throughput.png"),
+            format!(
+                "{} at {}: each flow's throughput",
+                o.label,
+                fmt_rate(o.rate_bps)
+            ),
+        ));
+    }
+    f
 }
 
 crate::experiments::register!("queue", QueueArgs => QueueConfig);
@@ -1125,6 +1116,16 @@ mod tests {
         let unclamped = config(&["--rwnd-clamp", "0"]);
         let s = scenario(&unclamped, 100_000_000, &dctcp, "dl123", None);
         assert_eq!(s.rwnd_clamp_bytes, None);
+    }
+
+    /// The report prints the figures of the run recorded with the
+    /// hand-written summary (`experiments::recorded`).
+    #[test]
+    fn the_report_prints_the_recorded_runs_figures() {
+        use crate::experiments::recorded;
+        let cfg = recorded::args::<QueueArgs>("queue").config();
+        let outcomes: Vec<Outcome> = recorded::data("queue", "runs.json");
+        recorded::assert_same_figures("queue", &report(&cfg, &outcomes), &[]);
     }
 
     #[test]

@@ -4,19 +4,19 @@
 //! index between the sizes' per-RPC goodput; retransmissions and drops; CPU
 //! time per GB of the senders' and the receiver's processes.
 
-use std::fmt::Write as _;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::Bottleneck;
 
 use crate::net::delay::{datacenter_rtt, RttArgs, RttMeasured};
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{repairs_line, repairs_note, table_header};
+use crate::report::model::{Cell, Columns, Figure, Report, Table};
+use crate::report::tables::{repairs_line, repairs_note, Repairs};
 use crate::stats::jain;
 use crate::traffic::cc::{switch_for, Algorithms};
 use crate::traffic::rpcgen::Mix;
@@ -81,7 +81,7 @@ impl RpcConfig {
 }
 
 /// One RPC size under one algorithm.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SizeResult {
     pub bytes: u64,
     pub count: u64,
@@ -95,7 +95,7 @@ pub struct SizeResult {
     pub rpc_mbps: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RpcRun {
     pub algorithm: String,
     pub sizes: Vec<SizeResult>,
@@ -113,7 +113,7 @@ pub struct RpcRun {
     pub receiver_cpu_s_per_gb: f64,
     /// The guard's (ssthresh, cwnd, in-flight) repairs during the run
     /// (README "Known issue"; bpf_dctcp only).
-    pub guard_repairs: (u64, u64, u64),
+    pub guard_repairs: Repairs,
     /// rpcgen's own report (raw data, written beside runs.json).
     #[serde(skip)]
     pub report: serde_json::Value,
@@ -190,13 +190,13 @@ fn one_run(cfg: &RpcConfig, algorithm: &str, cc: &str, stop: &Arc<AtomicBool>) -
         marks: run.marks,
         sender_cpu_s_per_gb: run.worker_cpu_s / gb.max(1e-9),
         receiver_cpu_s_per_gb: run.client_cpu_s / gb.max(1e-9),
-        guard_repairs: (0, 0, 0),
+        guard_repairs: Repairs::default(),
         report: run.report,
         rtt,
     })
 }
 
-fn run(cfg: &RpcConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<RpcRun>> {
+fn run(cfg: &RpcConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Report> {
     let algorithms = Algorithms::attach(&cfg.algorithms)?;
     let mut runs = Vec::new();
     for a in &cfg.algorithms {
@@ -229,8 +229,8 @@ fn run(cfg: &RpcConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<
         runs.push(r);
     }
     plot_tails(out, cfg, &runs)?;
-    out.write_up(&runs, &summary(cfg, &runs))?;
-    Ok(runs)
+    out.write_json("runs.json", &runs)?;
+    Ok(report(cfg, &runs))
 }
 
 /// Latency at p50, p99 and p99.9 per size and algorithm, one chart per
@@ -279,17 +279,51 @@ fn plot_tails(out: &ResultsDir, cfg: &RpcConfig, runs: &[RpcRun]) -> Result<()> 
     plot::draw_stack(&out.file("tails.png"), &charts)
 }
 
-fn summary(cfg: &RpcConfig, runs: &[RpcRun]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# RPC latency and fairness: DCTCP against cubic (seed 004)\n"
-    );
-    let _ = writeln!(
-        s,
+/// Each size's latency and share of the goodput under each algorithm.
+fn sizes_table(cfg: &RpcConfig, runs: &[RpcRun]) -> Table {
+    let rows: Vec<(&RpcRun, &SizeResult)> = cfg
+        .mix
+        .0
+        .iter()
+        .flat_map(|size| {
+            runs.iter()
+                .filter_map(move |r| r.sizes.iter().find(|x| x.bytes == size.0).map(|x| (r, x)))
+        })
+        .collect();
+    Columns::<(&RpcRun, &SizeResult)>::new()
+        .col("RPC size", "bytes", |(_, x)| Cell::int(x.bytes))
+        .col("algorithm", "", |(r, _)| Cell::text(&r.algorithm))
+        .col("RPCs", "", |(_, x)| Cell::int(x.count))
+        .col("p50", "ms", |(_, x)| Cell::num(x.p50_us as f64 / 1e3, 2))
+        .col("p99", "ms", |(_, x)| Cell::num(x.p99_us as f64 / 1e3, 2))
+        .col("p99.9", "ms", |(_, x)| Cell::num(x.p999_us as f64 / 1e3, 2))
+        .col("goodput share", "", |(_, x)| Cell::pct(x.goodput_share, 1))
+        .col("per-RPC", "Mbit/s", |(_, x)| Cell::num(x.rpc_mbps, 1))
+        .table(&rows)
+}
+
+/// One row per algorithm: what it delivered, lost and cost.
+fn runs_table(runs: &[RpcRun]) -> Table {
+    Columns::<RpcRun>::new()
+        .col("algorithm", "", |r| Cell::text(&r.algorithm))
+        .col("RPCs done", "", |r| Cell::text(format!("{}/{}", r.completed, r.sent)))
+        .col("goodput", "Mbit/s", |r| Cell::num(r.goodput_mbps, 1))
+        .col("Jain between sizes", "", |r| Cell::num(r.jain, 3))
+        .col("retransmits", "", |r| Cell::int(r.tcp.retransmits))
+        .col("timeouts", "", |r| Cell::int(r.tcp.timeouts))
+        .col("drops", "", |r| Cell::int(r.drops))
+        .col("marks", "", |r| Cell::int(r.marks))
+        .col("sender CPU", "s/GB", |r| Cell::num(r.sender_cpu_s_per_gb, 3))
+        .col("receiver CPU", "s/GB", |r| Cell::num(r.receiver_cpu_s_per_gb, 3))
+        .table(runs)
+}
+
+fn report(cfg: &RpcConfig, runs: &[RpcRun]) -> Report {
+    let mut r = Report::new("RPC latency and fairness: DCTCP against cubic (seed 004)");
+    r.text(format!(
         "{} senders answer RPCs for one receiver through a {} bottleneck ({} packets; bpf_dctcp on bpf-step at \
          K = {}, kernel algorithms on droptail), {:.0} % offered load as Poisson arrivals ({:.1} RPCs/s) for {:.0} s, \
-         sizes {} (by count), {} persistent connections per sender. Latency: request sent to the last response byte.\n",
+         sizes {} (by count), {} persistent connections per sender. Latency: request sent to the last response byte.",
         cfg.senders,
         fmt_rate(cfg.rate_bps),
         cfg.buffer_pkts,
@@ -304,92 +338,29 @@ fn summary(cfg: &RpcConfig, runs: &[RpcRun]) -> String {
             .collect::<Vec<_>>()
             .join(", "),
         cfg.connections
-    );
-    let _ = writeln!(
-        s,
-        "{}",
-        crate::net::delay::summary_lines(runs.iter().map(|r| (r.algorithm.clone(), &r.rtt)))
-    );
-    let _ = writeln!(
-        s,
-        "## Tail latency per RPC size (seed 004, Figures 5 and 6)\n"
-    );
-    table_header(
-        &mut s,
-        &[
-            "RPC size",
-            "algorithm",
-            "RPCs",
-            "p50 (ms)",
-            "p99 (ms)",
-            "p99.9 (ms)",
-            "goodput share",
-            "per-RPC Mbit/s",
-        ],
-    );
-    for size in &cfg.mix.0 {
-        for r in runs {
-            if let Some(x) = r.sizes.iter().find(|x| x.bytes == size.0) {
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.1}% | {:.1} |",
-                    x.bytes,
-                    r.algorithm,
-                    x.count,
-                    x.p50_us as f64 / 1e3,
-                    x.p99_us as f64 / 1e3,
-                    x.p999_us as f64 / 1e3,
-                    x.goodput_share * 100.0,
-                    x.rpc_mbps
-                );
-            }
-        }
-    }
-    let _ = writeln!(s, "\n## Losses, fairness and CPU\n");
-    table_header(
-        &mut s,
-        &[
-            "algorithm",
-            "RPCs done",
-            "goodput (Mbit/s)",
-            "Jain between sizes",
-            "retransmits",
-            "timeouts",
-            "drops",
-            "marks",
-            "sender CPU s/GB",
-            "receiver CPU s/GB",
-        ],
-    );
-    for r in runs {
-        let _ = writeln!(
-            s,
-            "| {} | {}/{} | {:.1} | {:.3} | {} | {} | {} | {} | {:.3} | {:.3} |",
-            r.algorithm,
-            r.completed,
-            r.sent,
-            r.goodput_mbps,
-            r.jain,
-            r.tcp.retransmits,
-            r.tcp.timeouts,
-            r.drops,
-            r.marks,
-            r.sender_cpu_s_per_gb,
-            r.receiver_cpu_s_per_gb
-        );
-    }
-    let _ = writeln!(
-        s,
-        "\nSeed 004 (production racks at 10 Gbit/s): DCTCP cut the 10 KB RPCs' p99 and p99.9 latency by 5 to 10 \
+    ))
+    .markdown(crate::net::delay::summary_lines(
+        runs.iter().map(|r| (r.algorithm.clone(), &r.rtt)),
+    ))
+    .heading(2, "Tail latency per RPC size (seed 004, Figures 5 and 6)")
+    .table(sizes_table(cfg, runs))
+    .heading(2, "Losses, fairness and CPU")
+    .runs_table(runs_table(runs))
+    .text(
+        "Seed 004 (production racks at 10 Gbit/s): DCTCP cut the 10 KB RPCs' p99 and p99.9 latency by 5 to 10 \
          times against cubic, while the 1 MB RPCs' tails rose somewhat because the 10 KB RPCs got more of the \
          bandwidth; discards fell 300-1000x and retransmissions up to 500x; CPU rose 1-14 %. Jain's index here is \
          over the sizes' per-RPC goodput (size over latency): 1 when a 10 KB RPC moves as fast as a 1 MB one. CPU \
-         is the rpcgen processes' user + system time; the kernel's softirq work is not in it. Plot: `tails.png`; raw: \
-         `runs.json`, `rpcgen-<algorithm>.json` (rpcgen's report: counts, HDR percentiles per size)."
-    );
-    s += &repairs_line(runs.iter().map(|r| (r.algorithm.clone(), r.guard_repairs)));
-    s += "\n";
-    s
+         is the rpcgen processes' user + system time; the kernel's softirq work is not in it.",
+    )
+    .text(repairs_line(runs.iter().map(|r| (r.algorithm.clone(), r.guard_repairs))))
+    .heading(2, "Plots")
+    .figures(vec![Figure::new(
+        "tails.png",
+        "Latency at p50, p99 and p99.9 of each RPC size, each algorithm",
+    )])
+    .text("Raw: `runs.csv` (the table of runs), `runs.json`, `rpcgen-<algorithm>.json` (rpcgen's report: counts, HDR percentiles per size).");
+    r
 }
 
 /// RPC tail latency and fairness, DCTCP against cubic (seed 004).
@@ -469,6 +440,16 @@ crate::experiments::register!("rpc", RpcArgs => RpcConfig);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report prints the figures of the run recorded with the
+    /// hand-written summary (`experiments::recorded`).
+    #[test]
+    fn the_report_prints_the_recorded_runs_figures() {
+        use crate::experiments::recorded;
+        let cfg = recorded::args::<RpcArgs>("rpc").config();
+        let runs: Vec<RpcRun> = recorded::data("rpc", "runs.json");
+        recorded::assert_same_figures("rpc", &report(&cfg, &runs), &[]);
+    }
 
     #[test]
     fn offered_load_sets_the_rate() {

@@ -11,14 +11,13 @@
 //! they were, which the analysis assumes and seed 000 blamed for its
 //! mismatch.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::Bottleneck;
 
 use crate::experiments::{run_scenario, Pair};
@@ -30,7 +29,8 @@ use crate::net::delay::{DelayBackend, RoundTrip, Rtt};
 use crate::net::topology::SEGMENT_BYTES;
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{repairs_line, repairs_note, table_header};
+use crate::report::model::{Cell, Columns, Figure, Fmt, Report};
+use crate::report::tables::{repairs_line, repairs_note, Repairs};
 use crate::traffic::bulk::advertised_cap_bytes;
 use crate::traffic::cc::Algorithms;
 
@@ -103,7 +103,7 @@ impl SawtoothArgs {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SawtoothConfig {
     pub pairs: Vec<Pair>,
     pub flows: Vec<usize>,
@@ -185,7 +185,7 @@ fn excerpt(rate_bps: u64) -> Duration {
 }
 
 /// The oscillation of one series.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Shape {
     pub period: Option<Period>,
     /// Cycles of the measured period (or, without one, the theory's), in
@@ -205,7 +205,7 @@ impl Shape {
 }
 
 /// One run's measurement beside the theory.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SawRun {
     pub pair: Pair,
     pub flows: usize,
@@ -245,7 +245,7 @@ pub struct SawRun {
     pub rwnd_limited: f64,
     pub drops: u64,
     pub marks: u64,
-    pub guard_repairs: (u64, u64, u64),
+    pub guard_repairs: Repairs,
     pub min_rtt_us: Vec<u32>,
 }
 
@@ -351,7 +351,7 @@ fn scenario(cfg: &SawtoothConfig, pair: &Pair, n: usize, cc: &str) -> Scenario {
     }
 }
 
-fn run(cfg: &SawtoothConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<SawRun>> {
+fn run(cfg: &SawtoothConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Report> {
     let algorithms = Algorithms::attach(&["bpf_dctcp".to_string()])?;
     let ours = algorithms.ours("bpf_dctcp");
     let cc = algorithms.cc("bpf_dctcp");
@@ -368,9 +368,8 @@ fn run(cfg: &SawtoothConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result
             runs.push(r);
         }
     }
-    write_csv(out, &runs)?;
-    out.write_up(&runs, &summary(cfg, &runs))?;
-    Ok(runs)
+    out.write_json("runs.json", &runs)?;
+    Ok(report(cfg, &runs))
 }
 
 fn line(r: &SawRun) -> String {
@@ -587,76 +586,62 @@ fn plot_run(out: &ResultsDir, r: &SawRun, data: &RunData) -> Result<()> {
     )
 }
 
-fn write_csv(out: &ResultsDir, runs: &[SawRun]) -> Result<()> {
-    fn opt(v: Option<f64>) -> String {
-        v.map_or(String::new(), |v| format!("{v:.5}"))
+/// A measured value, or `-` where none could be (no clean stretch).
+fn finite(v: f64) -> Cell {
+    if v.is_finite() {
+        Cell::num(v, 1)
+    } else {
+        Cell::Missing
     }
-    fn win(r: &SawRun, f: fn(&Shape) -> Option<f64>) -> String {
-        opt(r.window.as_ref().and_then(f))
-    }
-    out.csv_rows(
-        "runs.csv",
-        runs,
-        &[
-            ("rate_bps", |r| r.pair.rate_bps.to_string()),
-            ("rtt_us", |r| r.pair.rtt.as_micros().to_string()),
-            ("k", |r| r.k.to_string()),
-            ("flows", |r| r.flows.to_string()),
-            ("theory_qmax", |r| r.theory.q_max.to_string()),
-            ("theory_qmin", |r| format!("{:.3}", r.theory.q_min)),
-            ("theory_amplitude", |r| format!("{:.3}", r.theory.amplitude)),
-            ("theory_period_rtts", |r| {
-                format!("{:.3}", r.theory.period_rtts)
-            }),
-            ("theory_period_s", |r| format!("{:.6}", r.theory_period_s)),
-            ("loaded_rtt_s", |r| format!("{:.6}", r.loaded_rtt_s)),
-            ("queue_top", |r| r.queue.cycles.top.to_string()),
-            ("queue_bottom", |r| r.queue.cycles.bottom.to_string()),
-            ("queue_swing", |r| r.queue.cycles.amplitude.to_string()),
-            ("queue_period_s", |r| opt(r.queue.period.map(|p| p.seconds))),
-            ("queue_period_strength", |r| {
-                opt(r.queue.period.map(|p| p.strength))
-            }),
-            ("window_top", |r| win(r, |s| Some(s.cycles.top))),
-            ("window_bottom", |r| win(r, |s| Some(s.cycles.bottom))),
-            ("window_amplitude", |r| win(r, |s| Some(s.cycles.amplitude))),
-            ("window_period_s", |r| {
-                win(r, |s| s.period.map(|p| p.seconds))
-            }),
-            ("window_period_strength", |r| {
-                win(r, |s| s.period.map(|p| p.strength))
-            }),
-            ("cycles", |r| {
-                r.window
-                    .map_or(r.queue.cycles.cycles, |w| w.cycles.cycles)
-                    .to_string()
-            }),
-            ("flow_period_s", |r| opt(r.flow_period.map(|p| p.seconds))),
-            ("flow_amplitude", |r| opt(r.flow_amplitude)),
-            ("cwnd_correlation", |r| {
-                opt(r.synchrony.map(|s| s.mean_correlation))
-            }),
-            ("cut_out", |r| format!("{:.4}", r.cut_out)),
-            ("mean", |r| format!("{:.2}", r.mean)),
-            ("p5", |r| r.p5.to_string()),
-            ("p95", |r| r.p95.to_string()),
-            ("max", |r| r.max.to_string()),
-            ("utilization", |r| format!("{:.5}", r.utilization)),
-            ("rwnd_limited", |r| format!("{:.4}", r.rwnd_limited)),
-            ("drops", |r| r.drops.to_string()),
-            ("marks", |r| r.marks.to_string()),
-        ],
-    )
 }
 
-fn summary(cfg: &SawtoothConfig, runs: &[SawRun]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# The sawtooth against DCTCP's analysis (seed 000, paper Fig. 12)\n"
-    );
-    let _ = writeln!(
-        s,
+/// The runs' columns against the theory's; with the pair first where the
+/// rows are every pair's (runs.csv).
+fn columns<'a>(with_pair: bool) -> Columns<'a, SawRun> {
+    Columns::<SawRun>::new()
+        .col_if(with_pair, "pair", "", |r| Cell::text(r.pair.label()))
+        .col("N", "", |r| Cell::int(r.flows))
+        .col("Qmax = K + N", "packets", |r| Cell::num(r.theory.q_max, 0))
+        .col("queue: cycle top", "packets", |r| finite(r.queue.cycles.top))
+        .col("K + N - A", "packets", |r| Cell::num(r.theory.q_min, 1))
+        .col("cycle bottom", "packets", |r| finite(r.queue.cycles.bottom))
+        .col("A", "packets", |r| Cell::num(r.theory.amplitude, 1))
+        .col("queue swing", "packets", |r| finite(r.queue.cycles.amplitude))
+        .col("window amplitude", "packets", |r| {
+            r.window.map_or(Cell::Missing, |w| Cell::num(w.cycles.amplitude, 1))
+        })
+        .col("window top - C x RTT", "packets", |r| {
+            r.window.map_or(Cell::Missing, |w| Cell::num(w.cycles.top - r.theory.bdp, 1))
+        })
+        .col("T_c", "RTTs", |r| Cell::num(r.theory.period_rtts, 2))
+        .col("T_c", "ms", |r| Cell::num(r.theory_period_s * 1e3, 2))
+        .col("window period (strength)", "", |r| {
+            Cell::text(fmt_period(r, r.window.and_then(|w| w.period)))
+        })
+        .col("queue period (strength)", "", |r| Cell::text(fmt_period(r, r.queue.period)))
+        .col("each flow: period / amplitude (A / N)", "", |r| {
+            Cell::text(format!(
+                "{} / {} ({:.1})",
+                fmt_period(r, r.flow_period),
+                r.flow_amplitude.map_or("-".into(), num),
+                r.theory.amplitude / r.flows as f64
+            ))
+        })
+        .col("cwnd correlation", "", |r| {
+            r.synchrony.map_or(Cell::Missing, |y| Cell::num(y.mean_correlation, 2))
+        })
+        .col("queue mean", "packets", |r| Cell::num(r.mean, 1))
+        .col("p5-p95", "packets", |r| Cell::Range(r.p5, r.p95, Fmt::dp(0)))
+        .col("max", "packets", |r| Cell::num(r.max, 0))
+        .col("utilization", "", |r| Cell::pct(r.utilization, 1))
+        .col("rwnd-limited", "", |r| Cell::pct(r.rwnd_limited, 1))
+        .col("drops", "", |r| Cell::int(r.drops))
+        .col("cut out", "", |r| Cell::pct(r.cut_out, 0))
+}
+
+fn report(cfg: &SawtoothConfig, runs: &[SawRun]) -> Report {
+    let mut r = Report::new("The sawtooth against DCTCP's analysis (seed 000, paper Fig. 12)");
+    r.text(format!(
         "N long bpf_dctcp flows, one sender each, through bpf-step at K = {}; {:.0} s per run, the first {:.0} s \
          not measured. Two series are put on a grid of T_c / {STEPS_PER_PERIOD:.0}: the queue over time (every \
          arrival and departure), and the flows' windows summed (cwnd on every traced ACK), the analysis's own \
@@ -670,100 +655,47 @@ fn summary(cfg: &SawtoothConfig, runs: &[SawRun]) -> String {
          trip (the configured RTT plus the mean queue's wait), since that is how often a window grows by one. \
          Each flow's own cwnd is measured the same way (medians over the flows; a period when more than half \
          the flows have one). Synchrony: the mean correlation of every pair of flows' cwnd: 1 when all cut together, as the analysis \
-         assumes, near 0 when independent, below 0 when one gains what another gives up.\n",
+         assumes, near 0 when independent, below 0 when one gains what another gives up.",
         cfg.k,
         cfg.duration.as_secs_f64(),
         cfg.warmup.as_secs_f64(),
         oscillation::MIN_STRENGTH,
         BURST_BEFORE.as_millis(),
         BURST_AFTER.as_millis()
-    );
+    ));
+    r.runs = Some(columns(true).table(runs));
     for pair in &cfg.pairs {
-        let mine: Vec<&SawRun> = runs.iter().filter(|r| r.pair == *pair).collect();
-        let _ = writeln!(
-            s,
-            "## {}: C x RTT = {:.1} packets\n",
-            pair.label(),
-            pair.bdp()
-        );
-        table_header(
-            &mut s,
-            &[
-                "N",
-                "Qmax = K + N",
-                "queue: cycle top",
-                "K + N - A",
-                "cycle bottom",
-                "A",
-                "queue swing",
-                "window amplitude",
-                "window top - C x RTT",
-                "T_c",
-                "window period (strength)",
-                "queue period (strength)",
-                "each flow: period / amplitude (A / N)",
-                "cwnd correlation",
-                "queue mean (p5-p95, max)",
-                "utilization",
-                "rwnd-limited",
-                "drops",
-                "cut out",
-            ],
-        );
-        for r in &mine {
-            let w = r.window.map(|w| w.cycles);
-            let _ = writeln!(
-                s,
-                "| {} | {:.0} | {} | {:.1} | {} | {:.1} | {} | {} | {} | {:.2} RTTs / {:.2} ms | {} | {} | {} / {} ({:.1}) | {} | {:.1} ({:.0}-{:.0}, {:.0}) | {:.1} % | {:.1} % | {} | {:.0} % |",
-                r.flows,
-                r.theory.q_max,
-                num(r.queue.cycles.top),
-                r.theory.q_min,
-                num(r.queue.cycles.bottom),
-                r.theory.amplitude,
-                num(r.queue.cycles.amplitude),
-                w.map_or("-".into(), |c| format!("{:.1}", c.amplitude)),
-                w.map_or("-".into(), |c| format!("{:.1}", c.top - r.theory.bdp)),
-                r.theory.period_rtts,
-                r.theory_period_s * 1e3,
-                fmt_period(r, r.window.and_then(|w| w.period)),
-                fmt_period(r, r.queue.period),
-                fmt_period(r, r.flow_period),
-                r.flow_amplitude.map_or("-".into(), num),
-                r.theory.amplitude / r.flows as f64,
-                r.synchrony.map_or("-".into(), |y| format!("{:.2}", y.mean_correlation)),
-                r.mean,
-                r.p5,
-                r.p95,
-                r.max,
-                r.utilization * 100.0,
-                r.rwnd_limited * 100.0,
-                r.drops,
-                r.cut_out * 100.0,
-            );
-        }
-        let _ = writeln!(s);
+        r.heading(2, format!("{}: C x RTT = {:.1} packets", pair.label(), pair.bdp()))
+            .table(columns(false).table(runs.iter().filter(|r| r.pair == *pair)));
     }
-    let _ = writeln!(s, "## What agrees and what does not\n");
-    for r in runs {
-        let _ = writeln!(s, "- {}", finding(r));
-    }
-    let _ = writeln!(s, "\n## Beside seed 000\n\nThe seed: {SEED_SAYS}.\n");
-    let _ = writeln!(
-        s,
-        "{}\n",
-        repairs_line(runs.iter().map(|r| (
-            format!("{}, N = {}", r.pair.label(), r.flows),
-            r.guard_repairs
-        )))
-    );
-    let _ = writeln!(
-        s,
-        "Files: `runs.csv`, `runs.json`; per run `queue_<rate>_<rtt>_n<N>.png` (the queue over 20 ms, or 160 packet times, and over the \
-         whole window, the theory's band K + N - A .. K + N drawn across) and `cwnd_<rate>_<rtt>_n<N>.png` (cwnd of \
-         up to eight flows over the same excerpt)."
-    );
-    s
+    let findings: String = runs.iter().map(|run| format!("- {}\n", finding(run))).collect();
+    r.heading(2, "What agrees and what does not")
+        .markdown(findings)
+        .heading(2, "Beside seed 000")
+        .text(format!("The seed: {SEED_SAYS}."))
+        .text(repairs_line(
+            runs.iter().map(|r| (format!("{}, N = {}", r.pair.label(), r.flows), r.guard_repairs)),
+        ))
+        .heading(2, "Plots")
+        .figures(
+            runs.iter()
+                .flat_map(|r| {
+                    let what = format!("{}, N = {}", r.pair.label(), r.flows);
+                    [
+                        Figure::new(
+                            format!("queue_{}.png", stem(r)),
+                            format!("{what}: the queue over 20 ms, or 160 packet times, and over the whole window, the theory's band K + N - A .. K + N across"),
+                        ),
+                        Figure::new(
+                            format!("cwnd_{}.png", stem(r)),
+                            format!("{what}: cwnd of up to eight flows over the same excerpt"),
+                        ),
+                    ]
+                })
+                .collect(),
+        )
+        .text("Raw: `runs.csv` (the tables above, every pair), `runs.json`.");
+    r
 }
 
 crate::experiments::register!("sawtooth", SawtoothArgs => SawtoothConfig);
@@ -771,6 +703,16 @@ crate::experiments::register!("sawtooth", SawtoothArgs => SawtoothConfig);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report prints the figures of the run recorded with the
+    /// hand-written summary (`experiments::recorded`).
+    #[test]
+    fn the_report_prints_the_recorded_runs_figures() {
+        use crate::experiments::recorded;
+        let cfg = recorded::args::<SawtoothArgs>("sawtooth").config();
+        let runs: Vec<SawRun> = recorded::data("sawtooth", "runs.json");
+        recorded::assert_same_figures("sawtooth", &report(&cfg, &runs), &[]);
+    }
 
     #[test]
     fn defaults_follow_the_seed() {

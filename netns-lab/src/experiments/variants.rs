@@ -4,7 +4,6 @@
 //! alpha over time as in their Fig. 1, the queue, throughput, and how fast a
 //! flow settles after slow start.
 
-use std::fmt::Write as _;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +15,7 @@ use loader::intf::{
     dctcp_event_type_DCTCP_EV_STATE as EV_STATE, dctcp_event_type_DCTCP_EV_WINDOW as EV_WINDOW,
 };
 use loader::params::Assignment;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::Bottleneck;
 
 use crate::experiments::{run_scenario, OneRate};
@@ -25,7 +24,8 @@ use crate::measure::scenario::{Outcome, Scenario};
 use crate::net::delay::{datacenter_rtt, RttArgs, RttMeasured};
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{repairs_note, table_header};
+use crate::report::model::{Cell, Columns, Figure, Fmt, Report, Table};
+use crate::report::tables::{repairs_note, Repairs};
 use crate::stats::{cdf, jain, Summary};
 use crate::traffic::bulk::FlowResult;
 use crate::traffic::cc::{LabCc, KDCTCP_ALL_FOUR};
@@ -117,7 +117,7 @@ impl VariantsConfig {
 }
 
 /// One run of one contender, as the summary needs it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct VariantRun {
     pub label: String,
     pub round: usize,
@@ -137,7 +137,7 @@ pub struct VariantRun {
     pub settle_ms: Option<f64>,
     /// ... and alpha.
     pub alpha_settle_ms: Option<f64>,
-    pub guard_repairs: (u64, u64, u64),
+    pub guard_repairs: Repairs,
     pub rtt: RttMeasured,
 }
 
@@ -260,7 +260,7 @@ fn scenario(cfg: &VariantsConfig, label: &str, cc: &str) -> Scenario {
 /// cuts and some steady state.
 const START_SPAN_S: f64 = 1.5;
 
-fn run(cfg: &VariantsConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<VariantRun>> {
+fn run(cfg: &VariantsConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Report> {
     // All attached at once, each under its own (lab) name.
     let attached: Vec<LabCc> = CONTENDERS
         .iter()
@@ -341,8 +341,8 @@ fn run(cfg: &VariantsConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result
         }
     }
     plot_traces(out, cfg, cwnd_panels, alpha_lines, queue_cdfs)?;
-    out.write_up(&runs, &summary(cfg, &runs))?;
-    Ok(runs)
+    out.write_json("runs.json", &runs)?;
+    Ok(report(cfg, &runs))
 }
 
 fn plot_traces(
@@ -402,73 +402,29 @@ fn ms_or_never(ms: Option<f64>) -> String {
     ms.map_or("never".into(), |ms| format!("{ms:.0} ms"))
 }
 
-fn summary(cfg: &VariantsConfig, runs: &[VariantRun]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# DCTCP and the modifications of seed 002 (Kuehlewind et al.)\n"
-    );
-    let _ = writeln!(
-        s,
-        "{} long flows into one receiver through a {} bpf-step switch, K = {}, buffer {} packets; {} round(s) of \
-         {:.0} s per contender, contenders interleaved; measured after {:.0} s. Each modification is bpf_kdctcp \
-         with one switch on (per_ack_alpha with g_ack = 1/256 as in the seed), attached under its own name beside \
-         plain bpf_dctcp.\n",
-        cfg.flows,
-        fmt_rate(cfg.rate_bps),
-        cfg.k,
-        cfg.buffer_pkts,
-        cfg.rounds,
-        cfg.duration.as_secs_f64(),
-        cfg.warmup.as_secs_f64()
-    );
-    let _ = writeln!(
-        s,
-        "{}",
-        crate::net::delay::summary_lines(
-            runs.iter()
-                .map(|r| (format!("{} round {}", r.label, r.round), &r.rtt))
-        )
-    );
-    table_header(
-        &mut s,
-        &[
-            "contender",
-            "round",
-            "queue mean",
-            "p95",
-            "utilization",
-            "goodput per flow (Mbit/s)",
-            "Jain",
-            "alpha (2nd half)",
-            "CWR per s and flow",
-            "cwnd / alpha settled after",
-            "drops",
-            "guard repairs",
-        ],
-    );
-    for r in runs {
-        let gp: Vec<String> = r.goodput_mbps.iter().map(|g| format!("{g:.1}")).collect();
-        let _ = writeln!(
-            s,
-            "| {} | {} | {:.1} | {:.0} | {:.1}% | {} | {:.3} | {:.3} | {:.1} | {} / {} | {} | {}/{}/{} |",
-            r.label,
-            r.round,
-            r.queue.mean,
-            r.queue.p95,
-            r.utilization * 100.0,
-            gp.join(" / "),
-            r.jain,
-            r.alpha_late,
-            r.cwr_per_s,
-            ms_or_never(r.settle_ms),
-            ms_or_never(r.alpha_settle_ms),
-            r.drops,
-            r.guard_repairs.0,
-            r.guard_repairs.1,
-            r.guard_repairs.2
-        );
-    }
+/// One row per contender and round.
+fn runs_table(runs: &[VariantRun]) -> Table {
+    Columns::<VariantRun>::new()
+        .col("contender", "", |r| Cell::text(&r.label))
+        .col("round", "", |r| Cell::int(r.round))
+        .col("queue mean", "packets", |r| Cell::num(r.queue.mean, 1))
+        .col("p95", "packets", |r| Cell::num(r.queue.p95, 0))
+        .col("utilization", "", |r| Cell::pct(r.utilization, 1))
+        .col("goodput per flow", "Mbit/s", |r| Cell::List(r.goodput_mbps.clone(), Fmt::dp(1)))
+        .col("Jain", "", |r| Cell::num(r.jain, 3))
+        .col("alpha (2nd half)", "", |r| Cell::num(r.alpha_late, 3))
+        .col("CWR per s and flow", "", |r| Cell::num(r.cwr_per_s, 1))
+        .col("cwnd / alpha settled after", "", |r| {
+            Cell::text(format!("{} / {}", ms_or_never(r.settle_ms), ms_or_never(r.alpha_settle_ms)))
+        })
+        .col("drops", "", |r| Cell::int(r.drops))
+        .col("guard repairs", "", |r| Cell::text(r.guard_repairs.to_string()))
+        .table(runs)
+}
+
+/// What seed 002 says of each modification, beside the mean of its rounds
+/// against DCTCP's.
+fn seed_table(runs: &[VariantRun]) -> Table {
     let mean = |label: &str, f: fn(&VariantRun) -> Option<f64>| {
         let v: Vec<f64> = runs
             .iter()
@@ -477,16 +433,6 @@ fn summary(cfg: &VariantsConfig, runs: &[VariantRun]) -> String {
             .collect();
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     };
-    let _ = writeln!(s, "\n## Against the seed\n");
-    let _ = writeln!(
-        s,
-        "| modification | what seed 002 says | measured here (mean of rounds), against DCTCP |"
-    );
-    let _ = writeln!(s, "| --- | --- | --- |");
-    let base_settle = mean("DCTCP", |r| r.settle_ms);
-    let base_alpha_settle = mean("DCTCP", |r| r.alpha_settle_ms);
-    let base_q = mean("DCTCP", |r| Some(r.queue.mean)).unwrap_or(0.0);
-    let base_u = mean("DCTCP", |r| Some(r.utilization)).unwrap_or(0.0);
     let claims = [
         ("per-ACK alpha", "alpha catches the congestion level as it happens instead of once per RTT (Fig. 1: adapts faster after slow start)"),
         ("progressive cut", "the cut follows the marks of the whole CWR round trip (Fig. 1: adapts faster after slow start)"),
@@ -495,41 +441,70 @@ fn summary(cfg: &VariantsConfig, runs: &[VariantRun]) -> String {
         ("per-ACK, 1/2^20", "per-ACK alpha as the seed ran it, at the finer resolution"),
         ("all four", "after slow start the implementation adapts faster, otherwise behaves alike (Fig. 1)"),
     ];
-    for (label, claim) in claims {
-        let settle = mean(label, |r| r.settle_ms);
-        let alpha_settle = mean(label, |r| r.alpha_settle_ms);
-        let q = mean(label, |r| Some(r.queue.mean)).unwrap_or(0.0);
-        let u = mean(label, |r| Some(r.utilization)).unwrap_or(0.0);
-        let _ = writeln!(
-            s,
-            "| {label} | {claim} | cwnd settled after {} vs {}, alpha after {} vs {}; queue mean {q:.1} vs {base_q:.1}; utilization {:.1}% vs {:.1}%; alpha {:.3} vs {:.3} |",
-            ms_or_never(settle),
-            ms_or_never(base_settle),
-            ms_or_never(alpha_settle),
-            ms_or_never(base_alpha_settle),
-            u * 100.0,
-            base_u * 100.0,
-            mean(label, |r| Some(r.alpha_late)).unwrap_or(0.0),
-            mean("DCTCP", |r| Some(r.alpha_late)).unwrap_or(0.0),
-        );
-    }
-    let _ = writeln!(
-        s,
-        "\nPer-ACK alpha at 10 bits: with g = 1/256, alpha g rounds to 0 whenever alpha < 0.25, and the \
+    Columns::<(&str, &str)>::new()
+        .col("modification", "", |(label, _)| Cell::text(*label))
+        .col("what seed 002 says", "", |(_, claim)| Cell::text(*claim))
+        .col("measured here (mean of rounds), against DCTCP", "", move |(label, _)| {
+            let of = |l: &str, f: fn(&VariantRun) -> Option<f64>| mean(l, f);
+            let value = |l: &str, f: fn(&VariantRun) -> Option<f64>| of(l, f).unwrap_or(0.0);
+            Cell::text(format!(
+                "cwnd settled after {} vs {}, alpha after {} vs {}; queue mean {:.1} vs {:.1}; utilization {:.1}% vs {:.1}%; alpha {:.3} vs {:.3}",
+                ms_or_never(of(label, |r| r.settle_ms)),
+                ms_or_never(of("DCTCP", |r| r.settle_ms)),
+                ms_or_never(of(label, |r| r.alpha_settle_ms)),
+                ms_or_never(of("DCTCP", |r| r.alpha_settle_ms)),
+                value(label, |r| Some(r.queue.mean)),
+                value("DCTCP", |r| Some(r.queue.mean)),
+                value(label, |r| Some(r.utilization)) * 100.0,
+                value("DCTCP", |r| Some(r.utilization)) * 100.0,
+                value(label, |r| Some(r.alpha_late)),
+                value("DCTCP", |r| Some(r.alpha_late)),
+            ))
+        })
+        .table(&claims)
+}
+
+fn report(cfg: &VariantsConfig, runs: &[VariantRun]) -> Report {
+    let mut r = Report::new("DCTCP and the modifications of seed 002 (Kuehlewind et al.)");
+    r.text(format!(
+        "{} long flows into one receiver through a {} bpf-step switch, K = {}, buffer {} packets; {} round(s) of \
+         {:.0} s per contender, contenders interleaved; measured after {:.0} s. Each modification is bpf_kdctcp \
+         with one switch on (per_ack_alpha with g_ack = 1/256 as in the seed), attached under its own name beside \
+         plain bpf_dctcp.",
+        cfg.flows,
+        fmt_rate(cfg.rate_bps),
+        cfg.k,
+        cfg.buffer_pkts,
+        cfg.rounds,
+        cfg.duration.as_secs_f64(),
+        cfg.warmup.as_secs_f64()
+    ))
+    .markdown(crate::net::delay::summary_lines(
+        runs.iter().map(|r| (format!("{} round {}", r.label, r.round), &r.rtt)),
+    ))
+    .runs_table(runs_table(runs))
+    .heading(2, "Against the seed")
+    .table(seed_table(runs))
+    .text(
+        "Per-ACK alpha at 10 bits: with g = 1/256, alpha g rounds to 0 whenever alpha < 0.25, and the \
          kernel's rule (decay all the way once the decrement rounds to 0) then zeroes alpha on the next unmarked \
          ACK. A flow's alpha is either above 0.25 or near 0, and a flow near 0 hardly cuts: compare Jain's index \
-         with that of per-ACK alpha at 1/2^20.\n"
-    );
-    let _ = writeln!(
-        s,
+         with that of per-ACK alpha at 1/2^20.",
+    )
+    .text(
         "Settled: the first 20 ms from which 200 ms of 20 ms means (of cwnd, or of alpha) all lie within 25 % \
          of the flow's mean over the run's second half. The seed ran one DCTCP flow at 10 Mbit/s with a 25 ms RTT in a \
          simulator with a Linux 3.2 kernel inside; this kernel has no netem, so the lab's round trip is the \
-         queue's (about K packets), and PRR, not the 3.2 kernel's direct cut, walks cwnd down in CWR. Plots: \
-         `cwnd.png` (each contender from its flows' start, as the seed's Fig. 1), `alpha.png`, `queue_cdf.png`; \
-         raw: `r<round>-<contender>/cc_trace.csv.gz` (every traced event), `outcome.json`, `runs.json`."
-    );
-    s
+         queue's (about K packets), and PRR, not the 3.2 kernel's direct cut, walks cwnd down in CWR.",
+    )
+    .heading(2, "Plots")
+    .figures(vec![
+        Figure::new("cwnd.png", "Each contender's cwnd from its flows' start (seed 002's Fig. 1)"),
+        Figure::new("alpha.png", "Each contender's alpha from its flows' start"),
+        Figure::new("queue_cdf.png", "The queue's CDF under each contender"),
+    ])
+    .text("Raw: `runs.csv` (the table of runs), `r<round>-<contender>/cc_trace.csv.gz` (every traced event), `outcome.json`, `runs.json`.");
+    r
 }
 
 /// DCTCP against each modification of seed 002, side by side.
@@ -587,6 +562,16 @@ crate::experiments::register!("variants", VariantsArgs => VariantsConfig);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report prints the figures of the run recorded with the
+    /// hand-written summary (`experiments::recorded`).
+    #[test]
+    fn the_report_prints_the_recorded_runs_figures() {
+        use crate::experiments::recorded;
+        let cfg = recorded::args::<VariantsArgs>("variants").config();
+        let runs: Vec<VariantRun> = recorded::data("variants", "runs.json");
+        recorded::assert_same_figures("variants", &report(&cfg, &runs), &[]);
+    }
     use crate::measure::cctrace::{FlowCheck, TraceCheck};
 
     #[test]
@@ -679,7 +664,7 @@ mod tests {
             goodput_bps: vec![30e6, 10e6],
             utilization: 0.97,
             drops: 3,
-            guard_repairs: (1, 2, 3),
+            guard_repairs: [1, 2, 3].into(),
             ..Default::default()
         };
         o.trace_check = Some(TraceCheck {
@@ -709,7 +694,7 @@ mod tests {
         };
         let r = VariantRun::of("dctcp", 1, &o, &trace, 2.0);
         assert_eq!((r.label.as_str(), r.round, r.drops), ("dctcp", 1, 3));
-        assert_eq!(r.guard_repairs, (1, 2, 3));
+        assert_eq!(r.guard_repairs, [1, 2, 3].into());
         assert_eq!(r.goodput_mbps, vec![30.0, 10.0]);
         assert!((r.jain - 0.8).abs() < 1e-12, "{}", r.jain);
         assert!((r.alpha_late - 0.2).abs() < 1e-12, "{}", r.alpha_late);

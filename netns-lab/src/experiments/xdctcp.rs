@@ -4,7 +4,6 @@
 //! long flows' by nl alpha. Measured: short-flow completion times, long-flow
 //! throughput, the queue; and a sweep over (g, ns, nl) as in seed 003.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -13,7 +12,7 @@ use std::time::Duration;
 use anyhow::Result;
 use loader::algo::Algo;
 use loader::params::Assignment;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::Bottleneck;
 
 use crate::experiments::{run_scenario, OneRate};
@@ -21,7 +20,8 @@ use crate::measure::scenario::{Outcome, Scenario};
 use crate::net::delay::{datacenter_rtt, RttArgs, RttMeasured};
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{repairs_note, table_header};
+use crate::report::model::{Cell, Columns, Figure, Report, Table};
+use crate::report::tables::{repairs_note, Repairs};
 use crate::stats::{cdf, summarize, Summary};
 use crate::traffic::cc::LabCc;
 use crate::traffic::shortflows::{FctSummary, ShortFlow, ShortFlowSpec};
@@ -32,7 +32,7 @@ const SEED_DELAY_CHANGE: f64 = -6.646;
 const SEED_THROUGHPUT_CHANGE: f64 = 0.02;
 
 /// One point of xDCTCP's parameter space.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Setting {
     pub g: f64,
     pub ns: f64,
@@ -176,7 +176,7 @@ fn short_spec(cfg: &XdctcpConfig, cc: &str, seed: u64) -> ShortFlowSpec {
 }
 
 /// One run as the summary needs it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Measured {
     pub label: String,
     pub round: usize,
@@ -189,7 +189,7 @@ pub struct Measured {
     pub steal_share: f64,
     pub queue: Summary,
     pub drops: u64,
-    pub guard_repairs: (u64, u64, u64),
+    pub guard_repairs: Repairs,
     pub rtt: RttMeasured,
 }
 
@@ -255,12 +255,17 @@ fn write_short_flows(dir: &ResultsDir, flows: &[ShortFlow]) -> Result<()> {
     Ok(())
 }
 
+/// What the report is made of (runs.json).
+#[derive(Serialize, Deserialize)]
 pub struct XdctcpResults {
     pub head_to_head: Vec<Measured>,
     pub sweep: Vec<Measured>,
+    /// Every short flow's completion time, ms, over the head-to-head rounds:
+    /// DCTCP's, then xDCTCP's.
+    pub fct_ms: [Vec<f64>; 2],
 }
 
-fn run(cfg: &XdctcpConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<XdctcpResults> {
+fn run(cfg: &XdctcpConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Report> {
     let dctcp = LabCc::attach(Algo::Dctcp, vec![])?;
     let mut x_params = cfg.setting.assignments();
     x_params.push(Assignment {
@@ -342,11 +347,13 @@ fn run(cfg: &XdctcpConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<X
     }
     out.write_json("head_to_head.json", &h2h)?;
     plot_fct_cdf(out, cfg, &fcts)?;
-    out.write_text("summary.md", &summary(cfg, &h2h, &sweep, &fcts))?;
-    Ok(XdctcpResults {
+    let results = XdctcpResults {
         head_to_head: h2h,
         sweep,
-    })
+        fct_ms: fcts,
+    };
+    out.write_json("runs.json", &results)?;
+    Ok(report(cfg, &results))
 }
 
 fn plot_fct_cdf(out: &ResultsDir, cfg: &XdctcpConfig, fcts: &[Vec<f64>; 2]) -> Result<()> {
@@ -427,21 +434,106 @@ fn pct(new: f64, old: f64) -> f64 {
     (new - old) / old * 100.0
 }
 
-fn summary(
-    cfg: &XdctcpConfig,
-    h2h: &[Measured],
-    sweep: &[Measured],
-    fcts: &[Vec<f64>; 2],
-) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "# xDCTCP against DCTCP (seed 003)\n");
-    let _ = writeln!(
-        s,
+/// Each head-to-head run.
+fn runs_table(h2h: &[Measured]) -> Table {
+    Columns::<Measured>::new()
+        .col("algorithm", "", |m| Cell::text(&m.label))
+        .col("round", "", |m| Cell::int(m.round))
+        .col("short flows done", "", |m| Cell::text(format!("{}/{}", m.fct.completed, m.fct.started)))
+        .col("FCT mean", "ms", |m| Cell::num(m.fct.fct_us.mean / 1e3, 2))
+        .col("p50", "ms", |m| Cell::num(m.fct.fct_us.p50 / 1e3, 2))
+        .col("p99", "ms", |m| Cell::num(m.fct.fct_us.p99 / 1e3, 2))
+        .col("max", "ms", |m| Cell::num(m.fct.fct_us.max / 1e3, 2))
+        .col("long flows", "Mbit/s", |m| Cell::num(m.long_mbps, 2))
+        .col("utilization", "", |m| Cell::pct(m.utilization, 1))
+        .col("queue mean", "packets", |m| Cell::num(m.queue.mean, 1))
+        .col("p95", "packets", |m| Cell::num(m.queue.p95, 0))
+        .col("drops", "", |m| Cell::int(m.drops))
+        .col("guard repairs", "", |m| Cell::text(m.guard_repairs.to_string()))
+        .table(h2h)
+}
+
+/// Seed 003's figures beside the measured ones, all rounds pooled.
+fn seed_table(cfg: &XdctcpConfig, res: &XdctcpResults) -> Table {
+    let h2h = &res.head_to_head;
+    let pooled: Vec<Summary> = res.fct_ms.iter().map(|v| summarize(v)).collect();
+    let long = |label: &str| {
+        let v: Vec<f64> = h2h.iter().filter(|m| m.label == label).map(|m| m.long_mbps).collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let (ld, lx) = (long("DCTCP"), long("xDCTCP"));
+    // Per round: xDCTCP's FCT against DCTCP's on the same arrivals.
+    let per_round = |stat: fn(&Summary) -> f64| {
+        (1..=cfg.rounds)
+            .filter_map(|r| {
+                let get = |l: &str| h2h.iter().find(|m| m.round == r && m.label == l);
+                Some(pct(stat(&get("xDCTCP")?.fct.fct_us), stat(&get("DCTCP")?.fct.fct_us)))
+            })
+            .map(|p| format!("{p:+.1}%"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let seed_delay = format!("{SEED_DELAY_CHANGE:+.3}%");
+    type Stat = fn(&Summary) -> f64;
+    let mut rows: Vec<[String; 3]> = [("mean delay", seed_delay.as_str(), (|f| f.mean) as Stat), ("median", "-", |f| f.p50), ("p99", "-", |f| f.p99)]
+        .into_iter()
+        .map(|(what, seed, stat)| {
+            let (x, d) = (stat(&pooled[1]), stat(&pooled[0]));
+            [
+                format!("short-flow {what}, xDCTCP vs DCTCP"),
+                seed.to_string(),
+                format!("{:+.2}% ({x:.2} vs {d:.2} ms; per round: {})", pct(x, d), per_round(stat)),
+            ]
+        })
+        .collect();
+    rows.push([
+        "long-flow throughput, xDCTCP vs DCTCP".into(),
+        format!("{SEED_THROUGHPUT_CHANGE:+.2}%"),
+        format!("{:+.2}% ({lx:.2} vs {ld:.2} Mbit/s)", pct(lx, ld)),
+    ]);
+    Columns::<[String; 3]>::new()
+        .col("", "", |r| Cell::text(&r[0]))
+        .col("seed 003 (ns-2 simulation)", "", |r| Cell::text(&r[1]))
+        .col("measured here (all rounds pooled)", "", |r| Cell::text(&r[2]))
+        .table(&rows)
+}
+
+/// The sweep's settings, by mean short-flow completion time, against the
+/// DCTCP runs around them.
+fn sweep_table(sweep: &[Measured]) -> Table {
+    let reference: Vec<&Measured> = sweep.iter().filter(|m| m.setting.is_none()).collect();
+    let n = reference.len().max(1) as f64;
+    let d_fct = reference.iter().map(|m| m.fct.fct_us.mean).sum::<f64>() / n;
+    let d_long = reference.iter().map(|m| m.long_mbps).sum::<f64>() / n;
+    let mut rows: Vec<&Measured> = sweep.iter().collect();
+    rows.sort_by(|a, b| a.fct.fct_us.mean.total_cmp(&b.fct.fct_us.mean));
+    let signed = |v: f64, dp: usize| Cell::text(format!("{v:+.dp$}%"));
+    Columns::<&Measured>::new()
+        .col("setting", "", |m| {
+            Cell::text(match m.setting {
+                Some(st) if st == Setting::SEED_BEST => format!("{} (seed's best)", st.label()),
+                Some(st) => st.label(),
+                None => "DCTCP".to_string(),
+            })
+        })
+        .col("FCT mean", "ms", |m| Cell::num(m.fct.fct_us.mean / 1e3, 2))
+        .col("vs DCTCP", "", move |m| signed(pct(m.fct.fct_us.mean, d_fct), 1))
+        .col("p99", "ms", |m| Cell::num(m.fct.fct_us.p99 / 1e3, 2))
+        .col("long flows", "Mbit/s", |m| Cell::num(m.long_mbps, 2))
+        .col("vs DCTCP", "", move |m| signed(pct(m.long_mbps, d_long), 2))
+        .col("queue mean", "packets", |m| Cell::num(m.queue.mean, 1))
+        .table(&rows)
+}
+
+fn report(cfg: &XdctcpConfig, res: &XdctcpResults) -> Report {
+    let (h2h, sweep) = (&res.head_to_head, &res.sweep);
+    let mut r = Report::new("xDCTCP against DCTCP (seed 003)");
+    r.text(format!(
         "{} long flows and short flows of {}-{} bytes (uniform) arriving as a Poisson process at {}/s from one more \
          sender, all into one receiver through a {} bpf-step switch, K = {}, buffer {} packets. xDCTCP at {} \
          (short until {} bytes sent). {} rounds of {:.0} s; in each, DCTCP and xDCTCP see the same arrivals and \
          sizes (seeded), in alternating order. Short flows start after {:.0} s. Completion time: connect() to the \
-         receiver's answer after the last byte, so handshake, transfer and one round trip.\n",
+         receiver's answer after the last byte, so handshake, transfer and one round trip.",
         cfg.long_flows,
         cfg.short_min_bytes,
         cfg.short_max_bytes,
@@ -454,162 +546,40 @@ fn summary(
         cfg.rounds,
         cfg.duration.as_secs_f64(),
         cfg.warmup.as_secs_f64()
-    );
-    let _ = writeln!(
-        s,
-        "{}",
-        crate::net::delay::summary_lines(
-            h2h.iter()
-                .chain(sweep)
-                .map(|m| (format!("{} round {}", m.label, m.round), &m.rtt))
-        )
-    );
-    let _ = writeln!(s, "## Head to head\n");
-    table_header(
-        &mut s,
-        &[
-            "algorithm",
-            "round",
-            "short flows done",
-            "FCT mean (ms)",
-            "p50",
-            "p99",
-            "max",
-            "long flows (Mbit/s)",
-            "utilization",
-            "queue mean",
-            "p95",
-            "drops",
-            "guard repairs",
-        ],
-    );
-    for m in h2h {
-        let f = &m.fct.fct_us;
-        let _ = writeln!(
-            s,
-            "| {} | {} | {}/{} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1}% | {:.1} | {:.0} | {} | {}/{}/{} |",
-            m.label,
-            m.round,
-            m.fct.completed,
-            m.fct.started,
-            f.mean / 1e3,
-            f.p50 / 1e3,
-            f.p99 / 1e3,
-            f.max / 1e3,
-            m.long_mbps,
-            m.utilization * 100.0,
-            m.queue.mean,
-            m.queue.p95,
-            m.drops,
-            m.guard_repairs.0,
-            m.guard_repairs.1,
-            m.guard_repairs.2
-        );
-    }
-    let pooled: Vec<Summary> = fcts.iter().map(|v| summarize(v)).collect();
-    let long = |label: &str| {
-        let v: Vec<f64> = h2h
-            .iter()
-            .filter(|m| m.label == label)
-            .map(|m| m.long_mbps)
-            .collect();
-        v.iter().sum::<f64>() / v.len().max(1) as f64
-    };
-    let (ld, lx) = (long("DCTCP"), long("xDCTCP"));
-    // Per round: xDCTCP's FCT against DCTCP's on the same arrivals.
-    let per_round = |stat: fn(&Summary) -> f64| {
-        (1..=cfg.rounds)
-            .filter_map(|r| {
-                let get = |l: &str| h2h.iter().find(|m| m.round == r && m.label == l);
-                Some(pct(
-                    stat(&get("xDCTCP")?.fct.fct_us),
-                    stat(&get("DCTCP")?.fct.fct_us),
-                ))
-            })
-            .map(|p| format!("{p:+.1}%"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let _ = writeln!(s, "\n## The seed's claim beside the measurement\n");
-    let _ = writeln!(
-        s,
-        "| | seed 003 (ns-2 simulation) | measured here (all rounds pooled) |"
-    );
-    let _ = writeln!(s, "| --- | --- | --- |");
-    let seed_delay = format!("{SEED_DELAY_CHANGE:+.3}%");
-    type Row<'a> = (&'a str, &'a str, fn(&Summary) -> f64);
-    let rows: [Row; 3] = [
-        ("mean delay", &seed_delay, |f| f.mean),
-        ("median", "-", |f| f.p50),
-        ("p99", "-", |f| f.p99),
-    ];
-    for (what, seed, stat) in rows {
-        let (x, d) = (stat(&pooled[1]), stat(&pooled[0]));
-        let _ = writeln!(
-            s,
-            "| short-flow {what}, xDCTCP vs DCTCP | {seed} | {:+.2}% ({x:.2} vs {d:.2} ms; per round: {}) |",
-            pct(x, d),
-            per_round(stat)
-        );
-    }
-    let _ = writeln!(
-        s,
-        "| long-flow throughput, xDCTCP vs DCTCP | {SEED_THROUGHPUT_CHANGE:+.2}% | {:+.2}% ({lx:.2} vs {ld:.2} Mbit/s) |",
-        pct(lx, ld)
-    );
-    let _ = writeln!(
-        s,
-        "\nThe seed measured delay in a simulator at its own topology (its best point: 65.955 us short-flow delay, \
+    ))
+    .markdown(crate::net::delay::summary_lines(
+        h2h.iter().chain(sweep).map(|m| (format!("{} round {}", m.label, m.round), &m.rtt)),
+    ))
+    .heading(2, "Head to head")
+    .runs_table(runs_table(h2h))
+    .heading(2, "The seed's claim beside the measurement")
+    .table(seed_table(cfg, res))
+    .text(
+        "The seed measured delay in a simulator at its own topology (its best point: 65.955 us short-flow delay, \
          1850.26 Mbit/s long-flow throughput); here it is the completion time of real short transfers through \
          real kernel TCP. The signs and sizes are what carry over. The per-round spread shows how much of the \
          difference is noise: a change smaller than that spread is not resolved by this run. Runs with many \
          guard repairs met this kernel's window corruption (README, known issue): its bursts fill the queue and \
          stretch the completion times of the short flows caught in them, so means and tails move with it while \
-         medians hardly do.\n"
+         medians hardly do.",
     );
+    let mut figs = vec![Figure::new("fct_cdf.png", "Short-flow completion times of every head-to-head round, each algorithm's CDF")];
     if !sweep.is_empty() {
-        let _ = writeln!(s, "## Sweep over (g, ns, nl)\n");
-        let _ = writeln!(
-            s,
-            "{} xDCTCP settings, {:.0} s each on the same arrivals, DCTCP before and after as the reference; sorted by \
-             mean short-flow completion time. `sweep.png` plots delay against long-flow throughput.\n",
-            sweep.iter().filter(|m| m.setting.is_some()).count(),
-            cfg.sweep_duration.as_secs_f64()
-        );
-        let reference: Vec<&Measured> = sweep.iter().filter(|m| m.setting.is_none()).collect();
-        let d_fct = reference.iter().map(|m| m.fct.fct_us.mean).sum::<f64>()
-            / reference.len().max(1) as f64;
-        let d_long =
-            reference.iter().map(|m| m.long_mbps).sum::<f64>() / reference.len().max(1) as f64;
-        let _ = writeln!(s, "| setting | FCT mean (ms) | vs DCTCP | p99 (ms) | long flows (Mbit/s) | vs DCTCP | queue mean |");
-        let _ = writeln!(s, "| --- | --- | --- | --- | --- | --- | --- |");
-        let mut rows: Vec<&Measured> = sweep.iter().collect();
-        rows.sort_by(|a, b| a.fct.fct_us.mean.total_cmp(&b.fct.fct_us.mean));
-        for m in rows {
-            let name = match m.setting {
-                Some(st) if st == Setting::SEED_BEST => format!("{} (seed's best)", st.label()),
-                Some(st) => st.label(),
-                None => "DCTCP".to_string(),
-            };
-            let _ = writeln!(
-                s,
-                "| {name} | {:.2} | {:+.1}% | {:.2} | {:.2} | {:+.2}% | {:.1} |",
-                m.fct.fct_us.mean / 1e3,
-                pct(m.fct.fct_us.mean, d_fct),
-                m.fct.fct_us.p99 / 1e3,
-                m.long_mbps,
-                pct(m.long_mbps, d_long),
-                m.queue.mean
-            );
-        }
+        r.heading(2, "Sweep over (g, ns, nl)")
+            .text(format!(
+                "{} xDCTCP settings, {:.0} s each on the same arrivals, DCTCP before and after as the reference; sorted by \
+                 mean short-flow completion time.",
+                sweep.iter().filter(|m| m.setting.is_some()).count(),
+                cfg.sweep_duration.as_secs_f64()
+            ))
+            .table(sweep_table(sweep));
+        figs.push(Figure::new("sweep.png", "Short-flow delay against long-flow throughput, each setting of the sweep"));
     }
-    let _ = writeln!(
-        s,
-        "\nFiles: `fct_cdf.png` (completion times of all head-to-head rounds), `sweep.png`, `head_to_head.json`, \
-         `sweep.json`, per run `r<round>-<algorithm>/outcome.json` and `short_flows.csv` (every short flow: arrival, \
-         size, completion time)."
+    r.heading(2, "Plots").figures(figs).text(
+        "Raw: `runs.csv` (the head-to-head runs), `runs.json`, `head_to_head.json`, `sweep.json`, per run \
+         `r<round>-<algorithm>/outcome.json` and `short_flows.csv` (every short flow: arrival, size, completion time).",
     );
-    s
+    r
 }
 
 /// xDCTCP against DCTCP with short flows beside long ones (seed 003).
@@ -719,6 +689,16 @@ crate::experiments::register!("xdctcp", XdctcpArgs => XdctcpConfig);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report prints the figures of the run recorded with the
+    /// hand-written summary (`experiments::recorded`).
+    #[test]
+    fn the_report_prints_the_recorded_runs_figures() {
+        use crate::experiments::recorded;
+        let cfg = recorded::args::<XdctcpArgs>("xdctcp").config();
+        let results: XdctcpResults = recorded::data("xdctcp", "runs.json");
+        recorded::assert_same_figures("xdctcp", &report(&cfg, &results), &[]);
+    }
 
     #[test]
     fn grids() {

@@ -14,7 +14,7 @@ use loader::intf::{
     dctcp_event_type_DCTCP_EV_STATE as EV_STATE,
 };
 use loader::trace::{Counts, Detail, Session};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::RxFlow;
 
 use crate::report::plot::Series;
@@ -53,7 +53,7 @@ pub struct CcTrace {
 }
 
 /// One sender's stream beside the receiver's count of the same flow.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FlowCheck {
     pub sender: usize,
     pub sport: u16,
@@ -97,7 +97,7 @@ const CA_LOSS: u8 = 4;
 /// How a flow reacted to loss (RFC 8257 3.5: as Reno does, halving at most
 /// once per window of data), from its state changes and the ssthresh its
 /// ACKs carried after each.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LossReactions {
     /// Entries into fast recovery, one reduction each.
     pub recoveries: u64,
@@ -233,7 +233,7 @@ impl LossReactions {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TraceCheck {
     pub counts: Counts,
     pub flows: Vec<FlowCheck>,

@@ -3,10 +3,10 @@
 //! (getrusage).
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// CPU time of the whole machine and of this process, in seconds.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct Cpu {
     pub user: f64,
     pub system: f64,

@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::stats::quantile;
 
@@ -108,7 +108,7 @@ pub fn clear_stretches(x: &[f64], limit: f64, before: usize, after: usize) -> Ve
 }
 
 /// A period found in a series.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Period {
     /// Grid steps (interpolated between them).
     pub lag: f64,
@@ -160,7 +160,7 @@ pub fn period(stretches: &[&[f64]], dt: f64, max_lag: usize) -> Option<Period> {
 
 /// The extremes of a series cut into consecutive cycles of `len` grid steps
 /// (medians over the cycles, so a burst in one cycle moves none of them).
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct Cycles {
     pub cycles: usize,
     /// Median of each cycle's highest value.
@@ -246,7 +246,7 @@ pub fn correlation(a: &[f64], b: &[f64]) -> Option<f64> {
 /// How synchronized several series are: the mean correlation over every
 /// pair of them, and the number of pairs it averages (pairs with a
 /// constant series have none).
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Synchrony {
     pub mean_correlation: f64,
     pub pairs: usize,

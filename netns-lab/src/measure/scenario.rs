@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use dctcp_utils::clock::monotonic_ns;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::intf::{marker_stats, queue_sample};
 use tc_qdisc::qdisc_stats::{self, QdiscCounters};
 use tc_qdisc::{Bottleneck, BpfSwitch, RxFlow};
@@ -19,11 +19,12 @@ use crate::net::delay::{RoundTrip, RttMeasured};
 use crate::net::link_faults::{FaultArgs, FaultReport, Faults};
 use crate::net::rate_schedule::{capacity_bits, AppliedRate, RateSchedule};
 use crate::net::topology::{Star, StarSpec};
+use crate::report::tables::Repairs;
 use crate::stats::{summarize, weighted_summary, Summary};
 use crate::traffic::bulk::{run_bulk, FlowResult, FlowSpec};
 use crate::traffic::shortflows::{FctSummary, ShortFlow, ShortFlowSpec, ShortFlows, SHORT_PORT};
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Scenario {
     pub label: String,
     pub bottleneck: Bottleneck,
@@ -90,7 +91,7 @@ impl Scenario {
 }
 
 /// Whether the probe and the qdisc tell the same story.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ProbeCheck {
     /// Arrivals the probe saw that reached the qdisc (not dropped by BPF).
     pub probe_enqueued: u64,
@@ -116,14 +117,14 @@ pub struct ProbeCheck {
 
 /// Packets that left the queue from the window's first arrival to the one
 /// after its end, counted from the arrivals and from the dequeue tracepoint.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct WindowDepartures {
     pub span_ns: u64,
     pub by_arrivals: u64,
     pub by_tracepoint: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Outcome {
     pub label: String,
     /// The link's rate at the start (the rate schedule's, if it has one at 0 s).
@@ -153,7 +154,7 @@ pub struct Outcome {
     pub probe_check: ProbeCheck,
     /// ssthresh and cwnd values repaired and transmissions held by bpf_dctcp's
     /// guard during the run (README "Known issue"); filled by the experiment.
-    pub guard_repairs: (u64, u64, u64),
+    pub guard_repairs: Repairs,
     /// The last impossible ssthresh and cwnd those repairs found, as found
     /// (0: none in this run), so a run anywhere reports the value itself.
     pub guard_found: (u64, u64),
@@ -197,7 +198,7 @@ impl Outcome {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct MarkerCounts {
     pub pkts: u64,
     pub marked: u64,
@@ -211,7 +212,7 @@ pub struct MarkerCounts {
 }
 
 /// What the marker did to one class of arrivals (`struct class_counts`).
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct ClassCounts {
     pub pkts: u64,
     pub marked: u64,
@@ -522,7 +523,7 @@ pub fn run(
             marks: end_m.marked + end_q.marks,
             receiver_ce: rx_ce,
         },
-        guard_repairs: (0, 0, 0),
+        guard_repairs: Repairs::default(),
         guard_found: (0, 0),
         trace_check: None,
         short_fct: short.iter().map(|s| FctSummary::of(s)).collect(),

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::net::delay::bdp_pkts;
 
@@ -35,7 +35,7 @@ pub fn k_opt(rate_bps: u64, rtt: Duration) -> f64 {
 }
 
 /// The sawtooth of N synchronized flows, packets and round trips.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sawtooth {
     /// C x RTT.
     pub bdp: f64,

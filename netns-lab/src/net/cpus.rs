@@ -82,6 +82,20 @@ impl CpuList {
     }
 }
 
+/// How many CPUs are online.
+pub fn online() -> usize {
+    // SAFETY: sysconf reads a constant of the system.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(1).max(1)
+}
+
+/// The CPUs this thread is confined to (`lab --cpus`, taskset), or None
+/// where it may run on every online CPU.
+pub fn pinned_to() -> Option<Vec<usize>> {
+    let allowed = allowed().ok()?;
+    (allowed.len() < online()).then_some(allowed)
+}
+
 /// The CPUs this thread may run on now.
 pub(crate) fn allowed() -> Result<Vec<usize>> {
     // SAFETY: as in pin_self; the kernel fills the set.

@@ -20,7 +20,7 @@ use std::process::{Child, ChildStdout, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::net::delayline::{Report, Route, Slot};
 use crate::net::netns::Netns;
@@ -65,7 +65,7 @@ pub fn bdp_pkts(rate_bps: u64, rtt: Duration) -> f64 {
 }
 
 /// Round-trip times: one for every sender, or one per sender in order.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Rtt(pub Vec<Duration>);
 
 impl Rtt {
@@ -118,7 +118,7 @@ pub enum DelayBackend {
 }
 
 /// The round trip a star is built with.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RoundTrip {
     pub rtt: Rtt,
     pub backend: DelayBackend,
@@ -162,7 +162,7 @@ pub fn parse_slot(s: &str) -> Result<Slot, String> {
 }
 
 /// `--rtt` and `--delay-backend`, flattened into each experiment.
-#[derive(Clone, Debug, Default, Serialize, clap::Args)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, clap::Args)]
 pub struct RttArgs {
     /// Round-trip time added to every flow's path (on the ACK path), e.g.
     /// 500us, 8ms, 25ms; or one per sender, comma-separated (100us,1ms), so

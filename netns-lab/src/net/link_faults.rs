@@ -16,7 +16,7 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::faults::{Detour, Direction, FaultCounts, FaultyLink, LinkFaults};
 
 use crate::net::delay::{parse_duration, Element};
@@ -26,7 +26,7 @@ use crate::net::topology::{offloads_off, Star};
 use crate::net::veth::Veth;
 
 /// Faults on the way between the switch and the receiver.
-#[derive(Debug, Clone, Default, PartialEq, clap::Args, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, clap::Args, Serialize, Deserialize)]
 pub struct FaultArgs {
     /// Drop each data segment with probability P on its way from the
     /// switch to the receiver (0.01 is 1 %): loss the switch's queue did
@@ -145,7 +145,7 @@ impl FaultArgs {
 }
 
 /// What the faults did in one run.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FaultReport {
     pub data: Option<FaultCounts>,
     pub acks: Option<FaultCounts>,

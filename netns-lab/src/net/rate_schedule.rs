@@ -8,20 +8,20 @@
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::bottleneck::{RATE_MAX, RATE_MIN};
 
 use crate::units::{fmt_rate, parse_rate};
 
 /// One change: from `at` after the run starts, the link runs at `rate_bps`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RateStep {
     pub at: Duration,
     pub rate_bps: u64,
 }
 
 /// The changes in time order; empty, the link keeps its rate.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RateSchedule(pub Vec<RateStep>);
 
 impl RateSchedule {
@@ -107,7 +107,7 @@ impl RateSchedule {
 
 /// A change as the run made it: its CLOCK_MONOTONIC time (that of the
 /// switch's update, after htb's) and the rate from then on.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppliedRate {
     pub ns: u64,
     pub rate_bps: u64,

@@ -7,9 +7,9 @@
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::OnceLock;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct TcpInfo {
     pub srtt_us: u32,
     pub snd_cwnd: u32,

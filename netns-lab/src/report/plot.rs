@@ -1,4 +1,4 @@
-//! PNG line charts (plotters, text with the DejaVu font from
+//! Line charts as PNG and SVG (plotters, text with the DejaVu font from
 //! fonts-dejavu-core, which setup.sh installs).
 
 use std::path::Path;
@@ -180,9 +180,9 @@ fn bounds(c: &Chart<'_>) -> (f64, f64, f64) {
 /// Where the legend goes: the corner of the frame that hides the fewest
 /// data points under it (upper right on a tie), judged from the legend's
 /// size in pixels (entries and longest label). Where every corner would
-/// hide data and the y range is the data's own, also the share of the
-/// height to add on top (`Some(band)`) so that the legend sits above the
-/// data in the upper right.
+/// hide data (and the y axis is linear), also the share of the height to
+/// add on top (`Some(band)`) so that the legend sits above the data in the
+/// upper right.
 fn legend_place(
     c: &Chart<'_>,
     (w, h): (u32, u32),
@@ -251,21 +251,25 @@ fn legend_place(
         .min_by_key(|&(_, n)| n)
         .expect("four corners");
     // A log axis is not stretched: room for the legend there would take
-    // powers of two, and squeeze the data into a strip.
-    if n > 0 && c.y_max.is_none() && !c.log2_y {
+    // powers of two, and squeeze the data into a strip. A fixed range is:
+    // a legend over a queue's burst hides the burst (a 1 Gbit/s queue plot
+    // of 2026-12-01 did).
+    if n > 0 && !c.log2_y {
         (UpperRight, Some(fy))
     } else {
         (corner, None)
     }
 }
 
-/// Draws `chart` to a 1000x560 PNG at `path`.
+/// Draws `chart` to a 1000x560 PNG at `path`, and the same as SVG beside it
+/// (`index.html` shows the SVG: it scales).
 pub fn draw(path: &Path, chart: &Chart<'_>) -> Result<()> {
     draw_stack(path, std::slice::from_ref(chart))
 }
 
 /// Draws `charts` one above the other, 1000 wide and 360 high each (560 for
-/// a single chart), e.g. queue, cwnd and alpha over the same seconds.
+/// a single chart), e.g. queue, cwnd and alpha over the same seconds: a PNG
+/// at `path` and an SVG beside it.
 pub fn draw_stack(path: &Path, charts: &[Chart<'_>]) -> Result<()> {
     register_font()?;
     let height = if charts.len() == 1 {
@@ -273,14 +277,26 @@ pub fn draw_stack(path: &Path, charts: &[Chart<'_>]) -> Result<()> {
     } else {
         360 * charts.len() as u32
     };
-    let root = BitMapBackend::new(path, (1000, height)).into_drawing_area();
+    let size = (1000, height);
+    draw_all(BitMapBackend::new(path, size).into_drawing_area(), charts)
+        .with_context(|| format!("writing {}", path.display()))?;
+    let svg = path.with_extension("svg");
+    draw_all(SVGBackend::new(&svg, size).into_drawing_area(), charts)
+        .with_context(|| format!("writing {}", svg.display()))
+}
+
+fn draw_all<DB: DrawingBackend>(
+    root: DrawingArea<DB, plotters::coord::Shift>,
+    charts: &[Chart<'_>],
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
     root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
     for (area, chart) in root.split_evenly((charts.len(), 1)).iter().zip(charts) {
         draw_on(area, chart)?;
     }
-    root.present()
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    root.present().map_err(|e| anyhow!("{e}"))
 }
 
 fn draw_on<DB: DrawingBackend>(
@@ -510,10 +526,10 @@ mod tests {
         assert!(matches!(corner, SeriesLabelPosition::UpperRight));
         let band = band.expect("room added");
         assert!(band > 0.05 && band < 0.3, "{band}");
-        // With a fixed range there is no room to add: the least hidden corner.
+        // A fixed range gets the room too: the legend never hides data.
         let fixed = Chart::new("t", "x", "y", chart.series).y_max(410.0);
-        assert_eq!(legend_place(&fixed, (1000, 560), linear(bounds(&fixed))).1, None);
-        // Nor on a log axis, where room would cost powers of two.
+        assert!(legend_place(&fixed, (1000, 560), linear(bounds(&fixed))).1.is_some());
+        // Not a log axis, where room would cost powers of two.
         let log = Chart::new("t", "x", "y", fixed.series).log2_y();
         assert_eq!(legend_place(&log, (1000, 560), linear(bounds(&log))).1, None);
     }

@@ -7,10 +7,51 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use flate2::write::GzEncoder;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use super::model::Report;
+use super::render;
 
 pub struct ResultsDir {
     pub path: PathBuf,
+}
+
+/// What a results folder is a run of (its lab.json): `lab compare` reads it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunInfo {
+    /// The experiment, `queue`.
+    pub experiment: String,
+    /// The command line that ran it.
+    pub command: String,
+    /// When it started, UTC (`YYYYmmdd-HHMMSS`).
+    pub started: String,
+}
+
+impl RunInfo {
+    /// The run of `experiment` this process is making.
+    pub fn now(experiment: &str) -> RunInfo {
+        RunInfo {
+            experiment: experiment.to_string(),
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            started: timestamp(),
+        }
+    }
+
+    /// The lab.json of the folder `dir`, or why it is no run of lab.
+    pub fn read(dir: &Path) -> Result<RunInfo> {
+        let path = dir.join("lab.json");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text)
+                .with_context(|| format!("{}: not what `lab` writes", path.display())),
+            Err(_) if std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none()) => {
+                anyhow::bail!("{} is empty: not a results folder of lab", dir.display())
+            }
+            Err(_) => anyhow::bail!(
+                "{}: not a results folder of lab (no lab.json; `lab <experiment>` writes one)",
+                dir.display()
+            ),
+        }
+    }
 }
 
 /// Results land under `results/` of the current directory unless --out says.
@@ -65,11 +106,26 @@ impl ResultsDir {
         Ok(())
     }
 
-    /// The end of an experiment's run: its runs as data (runs.json) and its
-    /// summary (summary.md), beside the CSVs and plots it wrote.
-    pub fn write_up<T: Serialize>(&self, runs: &T, summary: &str) -> Result<()> {
+    /// The end of an experiment's run: its runs as data (runs.json), and
+    /// the report its summary's markdown holds (an experiment not yet
+    /// declaring its report in the model).
+    pub fn write_up<T: Serialize>(&self, runs: &T, summary: &str) -> Result<Report> {
         self.write_json("runs.json", runs)?;
-        self.write_text("summary.md", summary)
+        Ok(Report::from_markdown(summary))
+    }
+
+    /// A report in each of its forms: summary.md, runs.csv (its table of
+    /// runs, if it has one) and index.html.
+    pub fn write_report(&self, report: &Report) -> Result<()> {
+        self.write_text("summary.md", &render::markdown(report))?;
+        if let Some(runs) = &report.runs {
+            self.write_text("runs.csv", &runs.csv())?;
+        }
+        let subtitle = match RunInfo::read(&self.path) {
+            Ok(run) => format!("`{}`, started {} UTC", run.command, run.started),
+            Err(_) => format!("`{}`", self.path.display()),
+        };
+        self.write_text("index.html", &render::html(report, &self.path, &subtitle)?)
     }
 
     pub fn write_text(&self, name: &str, text: &str) -> Result<()> {

@@ -3,6 +3,59 @@
 
 use std::fmt::Write as _;
 
+use serde::{Deserialize, Serialize};
+
+/// What bpf_dctcp's guard did against the kernel issue (README "Known
+/// issue") in a run: ssthresh and cwnd values it found impossible and
+/// recomputed, and transmissions it held while far more was in flight than
+/// the reduction started from. Written `[ssthresh, cwnd, inflight]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "[u64; 3]", into = "[u64; 3]")]
+pub struct Repairs {
+    pub ssthresh: u64,
+    pub cwnd: u64,
+    pub inflight: u64,
+}
+
+impl Repairs {
+    /// Whether the guard did anything.
+    pub fn any(&self) -> bool {
+        *self != Repairs::default()
+    }
+
+    /// What the guard did since `before` (counters read then).
+    pub fn since(self, before: Repairs) -> Repairs {
+        Repairs {
+            ssthresh: self.ssthresh - before.ssthresh,
+            cwnd: self.cwnd - before.cwnd,
+            inflight: self.inflight - before.inflight,
+        }
+    }
+}
+
+impl From<[u64; 3]> for Repairs {
+    fn from([ssthresh, cwnd, inflight]: [u64; 3]) -> Self {
+        Repairs {
+            ssthresh,
+            cwnd,
+            inflight,
+        }
+    }
+}
+
+impl From<Repairs> for [u64; 3] {
+    fn from(r: Repairs) -> Self {
+        [r.ssthresh, r.cwnd, r.inflight]
+    }
+}
+
+/// `ssthresh / cwnd / inflight`, as the summaries' tables show it.
+impl std::fmt::Display for Repairs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} / {} / {}", self.ssthresh, self.cwnd, self.inflight)
+    }
+}
+
 /// A markdown table's header row and its separator.
 pub fn table_header(s: &mut String, columns: &[&str]) {
     let _ = writeln!(s, "| {} |", columns.join(" | "));
@@ -11,10 +64,10 @@ pub fn table_header(s: &mut String, columns: &[&str]) {
 
 /// A summary's sentence on the guard's repairs (ssthresh, cwnd, holds) in
 /// each labelled run that had any.
-pub fn repairs_line(runs: impl Iterator<Item = (String, (u64, u64, u64))>) -> String {
+pub fn repairs_line(runs: impl Iterator<Item = (String, Repairs)>) -> String {
     let v: Vec<String> = runs
-        .filter(|(_, r)| *r != (0, 0, 0))
-        .map(|(label, r)| format!("{label}: {r:?}"))
+        .filter(|(_, r)| r.any())
+        .map(|(label, r)| format!("{label}: ({}, {}, {})", r.ssthresh, r.cwnd, r.inflight))
         .collect();
     format!(
         "Guard repairs (README \"Known issue\"): {}.",
@@ -26,11 +79,15 @@ pub fn repairs_line(runs: impl Iterator<Item = (String, (u64, u64, u64))>) -> St
     )
 }
 
-/// `(s, c, h)` guard repairs as a note for a run's line, empty if none.
-pub fn repairs_note(r: (u64, u64, u64)) -> String {
-    match r {
-        (0, 0, 0) => String::new(),
-        (s, c, h) => format!(", guard repairs {s}/{c}/{h} (README: Known issue)"),
+/// The guard's repairs as a note for a run's line, empty if none.
+pub fn repairs_note(r: Repairs) -> String {
+    if r.any() {
+        format!(
+            ", guard repairs {}/{}/{} (README: Known issue)",
+            r.ssthresh, r.cwnd, r.inflight
+        )
+    } else {
+        String::new()
     }
 }
 
@@ -79,14 +136,27 @@ mod tests {
 
     #[test]
     fn the_repairs_note_speaks_only_of_repairs() {
-        assert_eq!(repairs_note((0, 0, 0)), "");
+        assert_eq!(repairs_note(Repairs::default()), "");
         assert_eq!(
-            repairs_note((0, 0, 3)),
+            repairs_note([0, 0, 3].into()),
             ", guard repairs 0/0/3 (README: Known issue)"
         );
         assert_eq!(
-            repairs_note((2, 1, 0)),
+            repairs_note([2, 1, 0].into()),
             ", guard repairs 2/1/0 (README: Known issue)"
+        );
+    }
+
+    #[test]
+    fn repairs_are_written_as_three_counts_and_read_back() {
+        let r = Repairs::from([2, 1, 7]);
+        assert_eq!(serde_json::to_string(&r).unwrap(), "[2,1,7]");
+        assert_eq!(serde_json::from_str::<Repairs>("[2,1,7]").unwrap(), r);
+        assert_eq!(r.to_string(), "2 / 1 / 7");
+        assert_eq!(r.since([1, 1, 3].into()), [1, 0, 4].into());
+        assert_eq!(
+            repairs_line([("a".to_string(), r), ("b".to_string(), Repairs::default())].into_iter()),
+            "Guard repairs (README \"Known issue\"): a: (2, 1, 7)."
         );
     }
 

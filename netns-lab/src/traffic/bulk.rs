@@ -11,7 +11,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use dctcp_utils::clock::monotonic_ns;
@@ -21,7 +21,7 @@ use crate::net::topology::{Star, RECEIVER_ADDR};
 
 pub const BASE_PORT: u16 = 5201;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FlowSpec {
     pub sender: usize,
     pub cc: String,
@@ -48,7 +48,7 @@ impl FlowSpec {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FlowResult {
     pub sender: usize,
     pub cc: String,

@@ -1,6 +1,8 @@
 //! Congestion controls a lab uses: the kernel's by name, or a BPF algorithm
 //! attached for the lab alone under the lab's own name and detached after.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use anyhow::Result;
 use loader::algo::Algo;
 use loader::instance::{self, AttachMode, AttachRequest};
@@ -9,7 +11,7 @@ use loader::params::Assignment;
 use crate::net::prefix::Prefix;
 
 /// The guard's (ssthresh repairs, cwnd repairs, in-flight holds).
-pub type Repairs = (u64, u64, u64);
+pub use crate::report::tables::Repairs;
 /// The impossible (ssthresh, cwnd) the guard last repaired, as found.
 pub type Found = (u64, u64);
 
@@ -50,7 +52,7 @@ impl LabCc {
 impl LabCc {
     /// (ssthresh repairs, cwnd repairs, in-flight holds) of the kernel issue
     /// guarded against in bpf/dctcp_core.h, since attach.
-    pub fn repairs(&self) -> Result<(u64, u64, u64)> {
+    pub fn repairs(&self) -> Result<Repairs> {
         Ok(self.guard()?.0)
     }
 
@@ -59,7 +61,11 @@ impl LabCc {
     pub fn guard(&self) -> Result<(Repairs, Found)> {
         let i = instance::describe(&dctcp_utils::bpffs::InstanceDir::new(&self.name))?;
         Ok((
-            (i.ssthresh_repairs, i.cwnd_repairs, i.inflight_holds),
+            Repairs {
+                ssthresh: i.ssthresh_repairs,
+                cwnd: i.cwnd_repairs,
+                inflight: i.inflight_holds,
+            },
             (i.found_ssthresh, i.found_cwnd),
         ))
     }
@@ -184,11 +190,19 @@ pub fn guarded<T>(
     let before = ours.map(LabCc::repairs).transpose()?.unwrap_or_default();
     let t = f()?;
     let (after, found) = ours.map(LabCc::guard).transpose()?.unwrap_or_default();
-    Ok((
-        t,
-        (after.0 - before.0, after.1 - before.1, after.2 - before.2),
-        found,
-    ))
+    let repairs = after.since(before);
+    REPAIRED.fetch_add(repairs.ssthresh + repairs.cwnd + repairs.inflight, Ordering::Relaxed);
+    Ok((t, repairs, found))
+}
+
+/// The guard's repairs in every run this process made: an experiment that
+/// had any says so, and what to do, at its end.
+static REPAIRED: AtomicU64 = AtomicU64::new(0);
+
+/// The guard's repairs so far in this process's runs (ssthresh, cwnd and
+/// holds together).
+pub fn repaired_so_far() -> u64 {
+    REPAIRED.load(Ordering::Relaxed)
 }
 
 /// The switch of the workload experiments: DCTCP's step marker at K for

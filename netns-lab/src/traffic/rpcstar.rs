@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::intf::queue_sample;
 use tc_qdisc::qdisc_stats::{self, QdiscCounters};
 use tc_qdisc::{Bottleneck, BpfSwitch};
@@ -28,7 +28,7 @@ pub fn rpcgen() -> Result<PathBuf> {
 
 /// The TCP MIB summed over namespaces (each has its own /proc/net):
 /// retransmission timeouts, tail-loss probes, retransmitted segments.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct TcpCounters {
     pub timeouts: u64,
     pub loss_probes: u64,

@@ -6,23 +6,23 @@
 use std::time::Duration;
 
 use anyhow::{bail, ensure, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::traffic::bulk::FlowSpec;
 
 /// One flow of a sender, from `start` to `stop` after the run starts.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Span {
     pub start: Duration,
     pub stop: Duration,
 }
 
 /// Each sender's spans, in order: sender i is entry i.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Schedule(pub Vec<Vec<Span>>);
 
 /// A stretch of the run between two changes of the flows.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Phase {
     pub start: Duration,
     pub end: Duration,

@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::net::topology::{Star, RECEIVER_ADDR};
@@ -29,7 +29,7 @@ use crate::traffic::bulk::{listen_announced, send_bytes};
 /// next); the bulk flows use 5201 upwards.
 pub const SHORT_PORT: u16 = 6201;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ShortFlowSpec {
     /// Sender host the flows start from.
     pub sender: usize,
@@ -61,7 +61,7 @@ impl ShortFlowSpec {
 }
 
 /// One short flow as it went.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ShortFlow {
     /// Arrival, seconds after the long flows started.
     pub start_s: f64,
@@ -72,7 +72,7 @@ pub struct ShortFlow {
 }
 
 /// Completion times of a set of short flows.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FctSummary {
     pub started: usize,
     pub completed: usize,

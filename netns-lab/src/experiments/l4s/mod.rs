@@ -34,7 +34,7 @@ use crate::net::delayline::Slot;
 use crate::net::rate_schedule::RateSchedule;
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{repairs_line, repairs_note, steal_note, table_header};
+use crate::report::tables::{repairs_line, repairs_note, steal_note, table_header, Repairs};
 use crate::stats::jain;
 use crate::traffic::bulk::FlowSpec;
 use crate::traffic::cc::{check_names, is_ours, Algorithms};
@@ -642,7 +642,7 @@ pub struct L4sRun {
     pub drops: u64,
     pub ce_fraction: f64,
     pub steal_share: f64,
-    pub guard_repairs: (u64, u64, u64),
+    pub guard_repairs: Repairs,
     /// Each flow's round trip, and the delay element's report.
     pub rtt: RttMeasured,
     /// DualPI2's L and C queues (dualpi2 only).
@@ -791,7 +791,7 @@ pub struct StepRun {
     #[serde(skip)]
     pub rate_series: Vec<(f64, f64)>,
     pub steal_share: f64,
-    pub guard_repairs: (u64, u64, u64),
+    pub guard_repairs: Repairs,
 }
 
 impl StepRun {
@@ -806,7 +806,7 @@ impl StepRun {
     }
 }
 
-fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<L4sRun>> {
+fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<crate::report::model::Report> {
     let (points, short_points) = (cfg.points(), short::points(cfg));
     let mut names: Vec<String> = points
         .iter()
@@ -911,8 +911,7 @@ fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Vec<
     steps_section(&mut text, cfg, &step_runs);
     out.write_json("shorts.json", &short_runs)?;
     out.write_json("steps.json", &step_runs)?;
-    out.write_up(&runs, &text)?;
-    Ok(runs)
+    out.write_up(&runs, &text)
 }
 
 /// A step run's response, from its arrivals and its flow; `step_at` is
@@ -1775,7 +1774,7 @@ mod tests {
             utilization_after: 0.0,
             rate_series: vec![],
             steal_share: 0.0,
-            guard_repairs: (0, 0, 0),
+            guard_repairs: Repairs::default(),
         };
         assert_eq!(run.label(), "dualpi2 prague 50 Mbit/s->25 Mbit/s");
     }

@@ -12,7 +12,7 @@ use super::{Aqm, L4sConfig, Mix, Point};
 use crate::measure::scenario::{Outcome, RunData, Scenario};
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{repairs_line, steal_note, table_header};
+use crate::report::tables::{repairs_line, steal_note, table_header, Repairs};
 use crate::traffic::shortflows::{FctSummary, ShortFlow, ShortFlowSpec};
 use crate::units::fmt_rate;
 
@@ -132,7 +132,7 @@ pub struct ShortRun {
     pub marks: u64,
     pub drops: u64,
     pub steal_share: f64,
-    pub guard_repairs: (u64, u64, u64),
+    pub guard_repairs: Repairs,
 }
 
 impl ShortRun {

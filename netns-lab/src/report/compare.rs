@@ -1,0 +1,477 @@
+//! `lab compare DIR DIR ...`: runs of one experiment on one page, as flent
+//! plots several result files together: what differs in their
+//! configuration, their figures side by side (each run's runs.csv), and the
+//! same series of each run overlaid (the queue's CDF, the throughput over
+//! time and each flow's rate, where the runs recorded them).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::model::{Figure, Report};
+use super::plot::{self, Chart, Series};
+use super::results::{ResultsDir, RunInfo};
+
+/// Compares two runs or more.
+///
+/// Each DIR is a results folder of `lab <experiment>` (it holds lab.json);
+/// all must be runs of the same experiment. Writes one page, index.html,
+/// with the plots beside it (PNG and SVG): the options that differ between
+/// the runs, each figure of their runs.csv side by side, and for every run
+/// folder the runs share (e.g. 100M-bpf_dctcp-bpf-step), the queue's CDF,
+/// the throughput over time and each flow's mean rate of every run overlaid.
+/// Bad input (fewer than two folders, a folder that is no run, runs of
+/// different experiments) exits 2 and writes nothing.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The runs' results folders (results/<experiment>/<timestamp>).
+    #[arg(required = true, num_args = 1..)]
+    pub runs: Vec<PathBuf>,
+    /// The page's folder (default results/<experiment>/compare-<timestamp>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// One run as compare reads it.
+struct Run {
+    dir: PathBuf,
+    /// How the page names it: the folder's name, or its path where two
+    /// runs share a name.
+    name: String,
+    info: RunInfo,
+    config: BTreeMap<String, String>,
+    /// runs.csv: its header and rows (none where the experiment writes none).
+    table: Option<(Vec<String>, Vec<Vec<String>>)>,
+}
+
+/// `lab compare`.
+pub fn command(args: &CompareArgs) -> Result<()> {
+    let usage =
+        |e: anyhow::Error| anyhow::Error::new(dctcp_utils::error::UsageError(format!("{e:#}")));
+    let runs = read_runs(&args.runs).map_err(usage)?;
+    let path = match &args.out {
+        Some(p) => p.clone(),
+        None => super::results::default_root()
+            .join(&runs[0].info.experiment)
+            .join(format!("compare-{}", super::results::timestamp())),
+    };
+    let existed = path.exists();
+    let out = ResultsDir::create(&path, "", Some(&path))?;
+    let written = write_page(&runs, &out);
+    if written.is_err() && !existed {
+        // A page half written is no page.
+        let _ = std::fs::remove_dir_all(&path);
+    }
+    written
+}
+
+fn write_page(runs: &[Run], out: &ResultsDir) -> Result<()> {
+    let report = page(runs, out)?;
+    out.write_text("summary.md", &super::render::markdown(&report))?;
+    let subtitle = format!("`lab compare`: {} runs of `lab {}`", runs.len(), runs[0].info.experiment);
+    out.write_text("index.html", &super::render::html(&report, &out.path, &subtitle)?)?;
+    println!("page: {}", out.file("index.html").display());
+    Ok(())
+}
+
+/// Reads and checks each folder: a run of lab, all of one experiment.
+fn read_runs(dirs: &[PathBuf]) -> Result<Vec<Run>> {
+    if dirs.len() < 2 {
+        bail!("give two runs or more to compare (one: open its index.html)");
+    }
+    let mut runs = vec![];
+    for dir in dirs {
+        if !dir.is_dir() {
+            bail!("{}: no such folder", dir.display());
+        }
+        let info = RunInfo::read(dir)?;
+        let config = match std::fs::read_to_string(dir.join("config.json")) {
+            Ok(text) => {
+                let v: serde_json::Value = serde_json::from_str(&text)
+                    .with_context(|| format!("{}: config.json is not JSON", dir.display()))?;
+                let mut rows = vec![];
+                super::render::flatten("", &v, &mut rows);
+                rows.into_iter().collect()
+            }
+            Err(_) => BTreeMap::new(),
+        };
+        let table = match std::fs::read_to_string(dir.join("runs.csv")) {
+            Ok(text) => Some(parse_csv(&text)),
+            Err(_) => None,
+        };
+        let name = dir.file_name().map_or_else(
+            || dir.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        runs.push(Run {
+            dir: dir.clone(),
+            name,
+            info,
+            config,
+            table,
+        });
+    }
+    let first = &runs[0];
+    if let Some(other) = runs
+        .iter()
+        .find(|r| r.info.experiment != first.info.experiment)
+    {
+        bail!(
+            "{} is a run of `lab {}`, {} of `lab {}`: compare runs of one experiment",
+            first.dir.display(),
+            first.info.experiment,
+            other.dir.display(),
+            other.info.experiment
+        );
+    }
+    // Two runs of one name (a and b/20261205-...): named by their path.
+    let names: Vec<String> = runs.iter().map(|r| r.name.clone()).collect();
+    for r in &mut runs {
+        if names.iter().filter(|n| **n == r.name).count() > 1 {
+            r.name = r.dir.display().to_string();
+        }
+    }
+    Ok(runs)
+}
+
+/// A CSV as the report's renderer writes it: a header and rows; quoted
+/// fields may hold commas and doubled quotes.
+fn parse_csv(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut lines = text.lines().map(split_csv);
+    let header = lines.next().unwrap_or_default();
+    (header, lines.collect())
+}
+
+fn split_csv(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                fields.last_mut().expect("one").push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => fields.push(String::new()),
+            (c, _) => fields.last_mut().expect("one").push(c),
+        }
+    }
+    fields
+}
+
+/// The page: the runs and their differences, the figures side by side,
+/// the overlaid series.
+fn page(runs: &[Run], out: &ResultsDir) -> Result<Report> {
+    let experiment = &runs[0].info.experiment;
+    let mut r = Report::new(format!("lab {experiment}: {} runs compared", runs.len()));
+    let mut list = String::new();
+    for run in runs {
+        let _ = writeln!(list, "- **{}**: `{}`", run.name, run.info.command);
+    }
+    r.markdown(list);
+    r.heading(2, "What differs");
+    let keys: Vec<&String> = {
+        let mut k: Vec<&String> = runs.iter().flat_map(|r| r.config.keys()).collect();
+        k.sort();
+        k.dedup();
+        k
+    };
+    let differing: Vec<&String> = keys
+        .into_iter()
+        .filter(|k| {
+            let first = runs[0].config.get(*k);
+            runs.iter().any(|r| r.config.get(*k) != first)
+        })
+        .collect();
+    if differing.is_empty() {
+        r.text("The runs' configurations (config.json) are the same: they differ only by chance, and by the machine's state.");
+    } else {
+        r.table(side_by_side(
+            runs,
+            "option",
+            differing.iter().map(|k| {
+                (
+                    k.to_string(),
+                    runs.iter()
+                        .map(|r| r.config.get(*k).cloned().unwrap_or_else(|| "-".into()))
+                        .collect(),
+                )
+            }),
+        ));
+    }
+    figures_side_by_side(&mut r, runs);
+    overlays(&mut r, runs, out)?;
+    Ok(r)
+}
+
+/// A table with a first column `what` and one column per run.
+fn side_by_side(
+    runs: &[Run],
+    what: &str,
+    rows: impl Iterator<Item = (String, Vec<String>)>,
+) -> super::model::Table {
+    use super::model::{Cell, Head, Table};
+    let mut heads = vec![Head {
+        name: what.into(),
+        unit: "",
+    }];
+    heads.extend(runs.iter().map(|r| Head {
+        name: r.name.clone(),
+        unit: "",
+    }));
+    Table {
+        heads,
+        rows: rows
+            .map(|(k, vals)| {
+                std::iter::once(Cell::text(k))
+                    .chain(vals.into_iter().map(Cell::Text))
+                    .collect()
+            })
+            .collect(),
+    }
+}
+
+/// Each row of the runs' runs.csv (named by its leading text fields, as
+/// `100M bpf_dctcp@bpf-step`) and its figures, one column per run.
+fn figures_side_by_side(r: &mut Report, runs: &[Run]) {
+    r.heading(2, "Figures side by side");
+    let Some((header, _)) = runs.iter().find_map(|r| r.table.as_ref()) else {
+        r.text(
+            "No run has a runs.csv (the experiment writes none yet): open each run's index.html.",
+        );
+        return;
+    };
+    // A row's identity: its fields before the first number.
+    let key_width = |rows: &[Vec<String>]| {
+        rows.first().map_or(1, |row| {
+            row.iter()
+                .take_while(|f| f.parse::<f64>().is_err())
+                .count()
+                .max(1)
+        })
+    };
+    let mut keys: Vec<String> = vec![];
+    let mut values: BTreeMap<(String, usize), Vec<String>> = BTreeMap::new();
+    for (i, run) in runs.iter().enumerate() {
+        let Some((h, rows)) = &run.table else {
+            continue;
+        };
+        let w = key_width(rows);
+        for row in rows {
+            let key = row[..w.min(row.len())].join(" ");
+            if !keys.contains(&key) {
+                keys.push(key.clone());
+            }
+            for (c, name) in h.iter().enumerate().skip(w) {
+                let Some(col) = header.iter().position(|x| x == name) else {
+                    continue;
+                };
+                let v = values
+                    .entry((key.clone(), col))
+                    .or_insert_with(|| vec!["-".into(); runs.len()]);
+                v[i] = row.get(c).cloned().unwrap_or_default();
+            }
+        }
+    }
+    for key in keys {
+        r.heading(3, key.clone());
+        let rows: Vec<(String, Vec<String>)> = header
+            .iter()
+            .enumerate()
+            .filter_map(|(col, name)| {
+                let v = values.get(&(key.clone(), col))?;
+                Some((name.replace('_', " "), v.clone()))
+            })
+            .collect();
+        r.table(with_ratio(side_by_side(runs, "figure", rows.into_iter())));
+    }
+}
+
+/// The table with one more column: the last run's figure over the first's,
+/// where both are numbers and the first is not 0.
+fn with_ratio(mut t: super::model::Table) -> super::model::Table {
+    use super::model::{Cell, Head};
+    let number = |c: &Cell| match c {
+        Cell::Text(s) => s.parse::<f64>().ok(),
+        _ => None,
+    };
+    t.heads.push(Head {
+        name: "last / first".into(),
+        unit: "",
+    });
+    for row in &mut t.rows {
+        let ratio = match (row.get(1).and_then(number), row.last().and_then(number)) {
+            (Some(a), Some(b)) if a != 0.0 => Cell::num(b / a, 3),
+            _ => Cell::Missing,
+        };
+        row.push(ratio);
+    }
+    t
+}
+
+/// For each run folder the runs share, the same series of every run on one
+/// chart: the queue's CDF (queue.csv.gz), the throughput over time and the
+/// mean rate of each flow (throughput.csv).
+fn overlays(r: &mut Report, runs: &[Run], out: &ResultsDir) -> Result<()> {
+    let subs = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                e.path().join("throughput.csv").exists() || e.path().join("queue.csv.gz").exists()
+            })
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let shared: Vec<String> = subs(&runs[0].dir)
+        .into_iter()
+        .filter(|s| runs.iter().all(|r| r.dir.join(s).is_dir()))
+        .collect();
+    r.heading(2, "Series overlaid");
+    if shared.is_empty() {
+        r.text("The runs share no run folder with a queue or throughput series (queue.csv.gz, throughput.csv).");
+        return Ok(());
+    }
+    let mut figs = vec![];
+    for sub in &shared {
+        let mut cdfs = vec![];
+        let mut totals = vec![];
+        let mut per_flow = vec![];
+        for run in runs {
+            let dir = run.dir.join(sub);
+            if let Some(q) = read_queue(&dir.join("queue.csv.gz"))? {
+                cdfs.push(Series {
+                    name: run.name.clone(),
+                    points: crate::stats::cdf(&q),
+                });
+            }
+            if let Some((t, flows)) = read_throughput(&dir.join("throughput.csv"))? {
+                totals.push(Series {
+                    name: run.name.clone(),
+                    points: t
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &t)| (t, flows.iter().map(|f| f[i]).sum()))
+                        .collect(),
+                });
+                per_flow.push(Series {
+                    name: run.name.clone(),
+                    points: flows
+                        .iter()
+                        .enumerate()
+                        .map(|(i, f)| (i as f64, f.iter().sum::<f64>() / f.len().max(1) as f64))
+                        .collect(),
+                });
+            }
+        }
+        if !cdfs.is_empty() {
+            let file = format!("{sub}_queue_cdf.png");
+            plot::draw(
+                &out.file(&file),
+                &Chart::new(
+                    &format!("{sub}: queue length CDF"),
+                    "queue (packets)",
+                    "fraction of arrivals",
+                    cdfs,
+                )
+                .y_max(1.02),
+            )?;
+            figs.push(Figure {
+                file,
+                caption: format!("{sub}: the queue found by every arrival, each run's CDF"),
+            });
+        }
+        if !totals.is_empty() {
+            let file = format!("{sub}_throughput.png");
+            plot::draw(
+                &out.file(&file),
+                &Chart::new(
+                    &format!("{sub}: throughput of all flows"),
+                    "time (s)",
+                    "Mbit/s",
+                    totals,
+                ),
+            )?;
+            figs.push(Figure {
+                file,
+                caption: format!("{sub}: the flows' summed throughput over time, each run"),
+            });
+            let flows = per_flow.iter().map(|s| s.points.len()).max().unwrap_or(0);
+            let file = format!("{sub}_flow_rates.png");
+            plot::draw(
+                &out.file(&file),
+                &Chart::new(
+                    &format!("{sub}: each flow's mean rate"),
+                    "flow",
+                    "Mbit/s",
+                    per_flow,
+                )
+                .points()
+                .x_categories((0..flows).map(|i| format!("flow {i}")).collect()),
+            )?;
+            figs.push(Figure {
+                file,
+                caption: format!("{sub}: each flow's mean rate over the run, each run"),
+            });
+        }
+    }
+    r.figures(figs);
+    Ok(())
+}
+
+/// The queue length found by each arrival (queue.csv.gz's `qlen_pkts`).
+fn read_queue(path: &Path) -> Result<Option<Vec<f64>>> {
+    let Ok(f) = std::fs::File::open(path) else {
+        return Ok(None);
+    };
+    let mut lines = BufReader::new(flate2::read::GzDecoder::new(f)).lines();
+    let header = lines.next().transpose()?.unwrap_or_default();
+    let Some(col) = header.split(',').position(|h| h == "qlen_pkts") else {
+        bail!("{}: no qlen_pkts column", path.display());
+    };
+    let mut q = vec![];
+    for line in lines {
+        let line = line.with_context(|| format!("reading {}", path.display()))?;
+        if let Some(v) = line.split(',').nth(col).and_then(|v| v.parse().ok()) {
+            q.push(v);
+        }
+    }
+    Ok(Some(q))
+}
+
+/// throughput.csv: its times and each flow's Mbit/s at those times.
+fn read_throughput(path: &Path) -> Result<Option<(Vec<f64>, Vec<Vec<f64>>)>> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(None);
+    };
+    let (header, rows) = parse_csv(&text);
+    let flows = header.len().saturating_sub(1);
+    let num = |s: &String| s.parse::<f64>().unwrap_or(0.0);
+    let t = rows.iter().map(|r| r.first().map_or(0.0, num)).collect();
+    let per_flow = (1..=flows)
+        .map(|c| rows.iter().map(|r| r.get(c).map_or(0.0, num)).collect())
+        .collect();
+    Ok(Some((t, per_flow)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_keep_their_commas_and_quotes() {
+        assert_eq!(
+            split_csv("a,\"b, \"\"c\"\"\",,1"),
+            ["a", "b, \"c\"", "", "1"]
+        );
+        let (h, rows) = parse_csv("x,y\n1,2\n3,4\n");
+        assert_eq!((h.len(), rows.len(), rows[1][1].as_str()), (2, 2, "4"));
+    }
+}
