@@ -302,7 +302,8 @@ impl CoexistConfig {
     /// corrupts (README "Known issue") cannot burst past the buffer (a
     /// quick run without it tail-dropped 198 packets of such a burst).
     pub fn window_cap_pkts(&self) -> u32 {
-        (self.bdp_bytes() / f64::from(PKT_BYTES)).ceil() as u32 + self.buffer_pkts / 2
+        let need = (self.bdp_bytes() / f64::from(PKT_BYTES)).ceil() + f64::from(self.buffer_pkts / 2);
+        crate::measure::scenario::window_cap_pkts(need, 1.0, 0)
     }
 
     fn bytes(&self, bdps: f64) -> u32 {

@@ -25,7 +25,6 @@ use crate::measure::fairness::{Criterion, Grid};
 use crate::measure::scenario::{Outcome, RunData, Scenario};
 use crate::measure::theory::{goodput_bps, PAYLOAD_SHARE};
 use crate::net::delay::{bdp_pkts, datacenter_rtt, fmt_duration, RoundTrip, RttArgs, RttMeasured};
-use crate::net::link_faults::FaultArgs;
 use crate::net::topology::SEGMENT_BYTES;
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
@@ -263,7 +262,7 @@ impl ConvergenceConfig {
             .and_then(|rt| rt.rtt.0.iter().max().copied())
             .unwrap_or_default();
         let alone = bdp_pkts(rate_bps, rtt) + f64::from(self.k) + 1.0;
-        ((1.5 * alone).ceil() as u32).max(16)
+        crate::measure::scenario::window_cap_pkts(alone, 1.5, 16)
     }
 }
 
@@ -536,21 +535,20 @@ fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Res
     for &rate in &cfg.rates_bps {
         for v in &cfg.variants {
             let cc = algorithms.cc(&v.cc);
+            // The schedule's flows, each from its start to its stop.
             let scn = Scenario {
-                label: v.label(),
-                bottleneck: cfg.bottleneck(v, rate),
                 flows: cfg.schedule.flows(&cc),
-                duration: cfg.schedule.end(),
-                warmup: Duration::ZERO,
                 round_trip: cfg.round_trip(rate),
-                access_rate_bps: None,
                 interval: cfg.interval,
-                trace_algorithm: None,
-                short_flows: Vec::new(),
                 rwnd_clamp_bytes: v.marks().then(|| cfg.window_cap(rate) * SEGMENT_BYTES),
-                no_ecn_senders: Vec::new(),
-                faults: FaultArgs::default(),
-                rate_schedule: Default::default(),
+                ..Scenario::long_flows(
+                    &v.label(),
+                    cfg.bottleneck(v, rate),
+                    0,
+                    &cc,
+                    cfg.schedule.end(),
+                    Duration::ZERO,
+                )
             };
             let msg = format!(
                 "run {}/{total}: {} at {}",

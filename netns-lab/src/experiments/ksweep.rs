@@ -229,8 +229,7 @@ fn bottleneck(p: &Pair, k: u32, switch: Switch) -> Bottleneck {
 /// 1 ms dropped 4,127 packets at K = 4 and 1 Gbit/s at 500 us 6,808 at
 /// K = 1, each in a burst that emptied the queue after it.
 fn window_cap_pkts(p: &Pair, k: u32) -> u32 {
-    let bdp = bdp_pkts(p.rate_bps, p.rtt);
-    (bdp.ceil() as u32 + k).max(64)
+    crate::measure::scenario::window_cap_pkts(bdp_pkts(p.rate_bps, p.rtt).ceil() + f64::from(k), 1.0, 64)
 }
 
 /// One run's figures.

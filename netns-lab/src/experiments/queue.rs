@@ -17,7 +17,7 @@ use tc_qdisc::Bottleneck;
 use crate::experiments::{parse_variant, run_scenario, StarArgs, Variant, DEFAULT_VARIANTS};
 use crate::measure::cctrace::CcTrace;
 use crate::measure::cctrace::{FlowCheck, TraceCheck};
-use crate::measure::scenario::{Outcome, Scenario};
+use crate::measure::scenario::{window_cap_pkts, Outcome, Scenario};
 use crate::net::delay::{datacenter_rtt, RoundTrip, RttArgs};
 use crate::net::link_faults::FaultArgs;
 use crate::net::topology::SEGMENT_BYTES;
@@ -155,8 +155,8 @@ pub const RWND_CLAMP_FLOOR_PKTS: u32 = 64;
 /// plus a queue at K), so the cap never limits a flow's rate, and never
 /// under RWND_CLAMP_FLOOR_PKTS.
 pub fn default_rwnd_clamp_pkts(rate_bps: u64, rtt: Duration, k: u32) -> u32 {
-    let bdp = crate::net::delay::bdp_pkts(rate_bps, rtt).ceil() as u32;
-    (2 * (bdp + k)).clamp(RWND_CLAMP_FLOOR_PKTS, RWND_CLAMP_MAX_PKTS)
+    let one_flow = crate::net::delay::bdp_pkts(rate_bps, rtt).ceil() + f64::from(k);
+    window_cap_pkts(one_flow, 2.0, RWND_CLAMP_FLOOR_PKTS).min(RWND_CLAMP_MAX_PKTS)
 }
 
 impl QueueConfig {

@@ -151,7 +151,7 @@ impl SawtoothConfig {
 /// never under 65535 bytes (`advertised_cap_bytes`), 45 packets.
 fn window_cap(p: &Pair, k: u32, flows: usize) -> u32 {
     let t = Sawtooth::new(flows, p.rate_bps, p.rtt, k);
-    ((4.0 * t.window_at_peak).ceil() as u32).max(16)
+    crate::measure::scenario::window_cap_pkts(t.window_at_peak, 4.0, 16)
 }
 
 /// bpf-step at K with a buffer no window reaches, corrupted ones included:

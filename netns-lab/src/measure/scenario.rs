@@ -58,6 +58,15 @@ pub struct Scenario {
     pub rate_schedule: RateSchedule,
 }
 
+/// A receiver's window cap, packets (`Scenario::rwnd_clamp_bytes` in
+/// segments): `times` what one of its flows may need, at least `floor`.
+/// Each experiment caps its receivers so, naming what a flow needs there:
+/// a window the kernel issue (README "Known issue") corrupts can then burst
+/// at most this into the queue.
+pub fn window_cap_pkts(need_pkts: f64, times: f64, floor: u32) -> u32 {
+    ((times * need_pkts).ceil() as u32).max(floor)
+}
+
 impl Scenario {
     /// `flows` long flows of `cc`, one per sender, through `bottleneck`: no
     /// extra delay, no trace, no short flows.

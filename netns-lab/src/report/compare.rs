@@ -1,8 +1,8 @@
 //! `lab compare DIR DIR ...`: runs of one experiment on one page, as flent
 //! plots several result files together: what differs in their
-//! configuration, their figures side by side (each run's runs.csv), and the
-//! same series of each run overlaid (the queue's CDF, the throughput over
-//! time and each flow's rate, where the runs recorded them).
+//! configuration, the same series of each run overlaid (the queue's CDF,
+//! the throughput over time and each flow's rate, where the runs recorded
+//! them), and their figures side by side (each run's runs.csv).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,9 +20,10 @@ use super::results::{ResultsDir, RunInfo};
 /// Each DIR is a results folder of `lab <experiment>` (it holds lab.json);
 /// all must be runs of the same experiment. Writes one page, index.html,
 /// with the plots beside it (PNG and SVG): the options that differ between
-/// the runs, each figure of their runs.csv side by side, and for every run
-/// folder the runs share (e.g. 100M-bpf_dctcp-bpf-step), the queue's CDF,
-/// the throughput over time and each flow's mean rate of every run overlaid.
+/// the runs; for every run folder the runs share (e.g.
+/// 100M-bpf_dctcp-bpf-step), the queue's CDF, the throughput over time and
+/// each flow's mean rate of every run overlaid; and each figure of their
+/// runs.csv side by side, with the last run's over the first's.
 /// Bad input (fewer than two folders, a folder that is no run, runs of
 /// different experiments) exits 2 and writes nothing.
 #[derive(Debug, clap::Args)]
@@ -163,8 +164,8 @@ fn split_csv(line: &str) -> Vec<String> {
     fields
 }
 
-/// The page: the runs and their differences, the figures side by side,
-/// the overlaid series.
+/// The page: the runs and their differences, the overlaid series, the
+/// figures side by side.
 fn page(runs: &[Run], out: &ResultsDir) -> Result<Report> {
     let experiment = &runs[0].info.experiment;
     let mut r = Report::new(format!("lab {experiment}: {} runs compared", runs.len()));
@@ -203,8 +204,8 @@ fn page(runs: &[Run], out: &ResultsDir) -> Result<Report> {
             }),
         ));
     }
-    figures_side_by_side(&mut r, runs);
     overlays(&mut r, runs, out)?;
+    figures_side_by_side(&mut r, runs);
     Ok(r)
 }
 
