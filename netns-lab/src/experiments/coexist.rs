@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use tc_qdisc::backend::PKT_BYTES;
 use tc_qdisc::{Backend, Bottleneck, RedProfile};
 
-use crate::experiments::run_scenario;
+use crate::experiments::Sweep;
 use crate::measure::scenario::{Outcome, Scenario};
 use crate::net::delay::{
     fmt_duration, parse_duration, summary_lines, DelayBackend, RoundTrip, Rtt, RttMeasured,
@@ -41,7 +41,7 @@ use crate::net::topology::SEGMENT_BYTES;
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
 use crate::report::model::{Cell, Columns, Figure, Fmt, Report, Table};
-use crate::report::tables::{repairs_line, repairs_note, Repairs};
+use crate::report::tables::{repairs_line, Repairs};
 use crate::stats::jain;
 use crate::traffic::cc::{LabCc, KDCTCP_ALL_FOUR};
 use crate::units::{fmt_rate, parse_fraction, parse_rate};
@@ -668,17 +668,12 @@ fn run(cfg: &CoexistConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<
     let dctcp = cc.name.clone();
     let plan = cfg.plan();
     let mut runs = Vec::with_capacity(plan.len());
-    for (i, p) in plan.iter().enumerate() {
+    let mut sweep = Sweep::new(plan.len(), stop);
+    for p in &plan {
         let scn = scenario(cfg, p, &dctcp);
-        let msg = format!("run {}/{}: {}", i + 1, plan.len(), p.label());
-        let data = run_scenario(&scn, ours, msg, stop)?;
+        let data = sweep.run(&scn, ours, &p.label())?;
         let r = CoRun::of(cfg, p, &data.outcome);
-        eprintln!(
-            "{}: {}{}",
-            p.label(),
-            r.line(),
-            repairs_note(r.guard_repairs)
-        );
+        sweep.said(&format!("{}: {}", p.label(), r.line()), &data.outcome);
         if r.reno_ect_pkts > 0 {
             bail!(
                 "{}: {} of Reno's packets arrived ECN-capable; its sender's tcp_ecn = 0 did not hold",

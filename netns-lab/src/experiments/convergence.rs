@@ -20,7 +20,7 @@ use anyhow::{ensure, Result};
 use serde::{Deserialize, Serialize};
 use tc_qdisc::Bottleneck;
 
-use crate::experiments::{parse_variant, run_scenario, Variant, DEFAULT_VARIANTS};
+use crate::experiments::{parse_variant, Sweep, Variant, DEFAULT_VARIANTS};
 use crate::measure::fairness::{Criterion, Grid};
 use crate::measure::scenario::{Outcome, RunData, Scenario};
 use crate::measure::theory::{goodput_bps, PAYLOAD_SHARE};
@@ -29,7 +29,7 @@ use crate::net::topology::SEGMENT_BYTES;
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
 use crate::report::model::{Cell, Columns, Figure, Report, Table};
-use crate::report::tables::{repairs_line, repairs_note, steal_note, Repairs};
+use crate::report::tables::{repairs_line, Repairs};
 use crate::stats::{weighted_summary, Summary};
 use crate::traffic::cc::Algorithms;
 use crate::traffic::schedule::{parse_time, Phase, Schedule};
@@ -530,7 +530,7 @@ fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Res
     let names: Vec<String> = cfg.variants.iter().map(|v| v.cc.clone()).collect();
     let algorithms = Algorithms::attach(&names)?;
     let phases = cfg.schedule.phases();
-    let total = cfg.rates_bps.len() * cfg.variants.len();
+    let mut sweep = Sweep::new(cfg.rates_bps.len() * cfg.variants.len(), stop);
     let mut runs = Vec::new();
     for &rate in &cfg.rates_bps {
         for v in &cfg.variants {
@@ -550,20 +550,10 @@ fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Res
                     Duration::ZERO,
                 )
             };
-            let msg = format!(
-                "run {}/{total}: {} at {}",
-                runs.len() + 1,
-                v.label(),
-                fmt_rate(rate)
-            );
-            let data = run_scenario(&scn, algorithms.ours(&v.cc), msg, stop)?;
+            let what = format!("{} at {}", v.label(), fmt_rate(rate));
+            let data = sweep.run(&scn, algorithms.ours(&v.cc), &what)?;
             let r = measure(cfg, v, rate, &phases, &data);
-            eprintln!(
-                "{}{}{}",
-                line(&r),
-                repairs_note(r.guard_repairs),
-                steal_note(r.steal_share)
-            );
+            sweep.said(&line(&r), &data.outcome);
             runs.push(r);
         }
     }

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use tc_qdisc::intf::queue_sample;
 use tc_qdisc::{Bottleneck, Marking};
 
-use crate::experiments::{run_scenario, Pair};
+use crate::experiments::{Pair, Sweep};
 use crate::measure::scenario::{Outcome, Scenario};
 use crate::net::delay::{bdp_pkts, DelayBackend, RoundTrip, Rtt};
 use crate::net::topology::SEGMENT_BYTES;
@@ -349,25 +349,26 @@ fn run(cfg: &KsweepConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<R
         .iter()
         .map(|p| cfg.grid(p).len() + cfg.bisect)
         .sum();
+    let mut sweep = Sweep::about(total, stop);
     let mut runs: Vec<KRun> = Vec::new();
     let mut traces: Vec<(Pair, u32, Vec<queue_sample>)> = Vec::new();
-    let mut n = 0;
     let mut one = |pair: Pair, k: u32, bisection: bool| -> Result<f64> {
-        n += 1;
         let scn = scenario(cfg, pair, k, &cc);
-        let msg = format!("run {n}/~{total}: {}, K = {k}", pair.label());
-        let data = run_scenario(&scn, ours, msg, stop)?;
+        let data = sweep.run(&scn, ours, &format!("{}, K = {k}", pair.label()))?;
         let r = KRun::of(pair, k, bisection, &data.outcome);
-        eprintln!(
-            "{}, K = {k} (K/K_opt {:.2}): empty {:.1}%, utilization {:.1}%, queue {:.1} ({:.0}-{:.0}), drops {}",
-            pair.label(),
-            r.k_ratio,
-            r.empty * 100.0,
-            r.utilization * 100.0,
-            r.mean,
-            r.p5,
-            r.p95,
-            r.drops
+        sweep.said(
+            &format!(
+                "{}, K = {k} (K/K_opt {:.2}): empty {:.1}%, utilization {:.1}%, queue {:.1} ({:.0}-{:.0}), drops {}",
+                pair.label(),
+                r.k_ratio,
+                r.empty * 100.0,
+                r.utilization * 100.0,
+                r.mean,
+                r.p5,
+                r.p95,
+                r.drops
+            ),
+            &data.outcome,
         );
         if pair == cfg.pairs[0] {
             traces.push((pair, k, data.samples));

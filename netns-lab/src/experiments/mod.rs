@@ -179,6 +179,67 @@ pub fn run_scenario(
     Ok(run)
 }
 
+/// An experiment's runs in order: each numbered `run n/total` behind its
+/// progress bar ([`run_scenario`]), and each finished run's line printed
+/// with what every run reports beside its own figures: the guard's repairs
+/// and the values it found (README "Known issue"), and the steal.
+pub struct Sweep<'a> {
+    total: usize,
+    done: usize,
+    /// The total is an estimate (`~`): a search decides how many runs.
+    about: bool,
+    stop: &'a Arc<AtomicBool>,
+}
+
+impl<'a> Sweep<'a> {
+    pub fn new(total: usize, stop: &'a Arc<AtomicBool>) -> Self {
+        Sweep {
+            total,
+            done: 0,
+            about: false,
+            stop,
+        }
+    }
+
+    /// A sweep of about `total` runs.
+    pub fn about(total: usize, stop: &'a Arc<AtomicBool>) -> Self {
+        Sweep {
+            about: true,
+            ..Sweep::new(total, stop)
+        }
+    }
+
+    /// The next run's progress label: `run 3/12: what`.
+    fn label(&mut self, what: &str) -> String {
+        self.done += 1;
+        let about = if self.about { "~" } else { "" };
+        format!("run {}/{about}{}: {what}", self.done, self.total)
+    }
+
+    /// Runs `scn`, named `what`, as the sweep's next run.
+    pub fn run(&mut self, scn: &Scenario, ours: Option<&LabCc>, what: &str) -> Result<RunData> {
+        let msg = self.label(what);
+        run_scenario(scn, ours, msg, self.stop)
+    }
+
+    /// A finished run's line, and the notes every run carries.
+    pub fn said(&self, line: &str, o: &crate::measure::scenario::Outcome) {
+        eprintln!("{line}{}", notes(o));
+    }
+}
+
+/// What every run's line ends with: the guard's repairs and the values
+/// found, the steal; empty for a run with none of them.
+fn notes(o: &crate::measure::scenario::Outcome) -> String {
+    use crate::report::tables::{found_note, repairs_note, steal_note};
+    format!(
+        "{}{}{}",
+        repairs_note(o.guard_repairs),
+        found_note(o.guard_found),
+        steal_note(o.steal_share)
+    )
+}
+
 /// One experiment of `lab`: checked before anything touches the kernel, run
 /// into results/<NAME>/<timestamp>/. `register!` implements it.
 pub trait Experiment {
@@ -422,6 +483,28 @@ mod tests {
     struct Cli<A: clap::Args> {
         #[command(flatten)]
         args: A,
+    }
+
+    #[test]
+    fn a_sweep_numbers_its_runs_and_each_line_ends_with_its_notes() {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut sweep = super::Sweep::new(12, &stop);
+        assert_eq!(sweep.label("a"), "run 1/12: a");
+        assert_eq!(sweep.label("b"), "run 2/12: b");
+        assert_eq!(super::Sweep::about(7, &stop).label("k"), "run 1/~7: k");
+        let quiet = crate::measure::scenario::Outcome::default();
+        assert_eq!(super::notes(&quiet), "");
+        let struck = crate::measure::scenario::Outcome {
+            guard_repairs: [1, 0, 2].into(),
+            guard_found: (0x8220_34e5, 0),
+            steal_share: 0.05,
+            ..Default::default()
+        };
+        assert_eq!(
+            super::notes(&struck),
+            ", guard repairs 1/0/2 (README: Known issue), found ssthresh 0x822034e5, the hypervisor took 5 % of \
+             the lab's CPU (steal: the link stood still that long)"
+        );
     }
 
     #[test]

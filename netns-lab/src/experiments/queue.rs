@@ -14,7 +14,7 @@ use serde::Serialize;
 use tc_qdisc::intf::queue_sample;
 use tc_qdisc::Bottleneck;
 
-use crate::experiments::{parse_variant, run_scenario, StarArgs, Variant, DEFAULT_VARIANTS};
+use crate::experiments::{parse_variant, StarArgs, Sweep, Variant, DEFAULT_VARIANTS};
 use crate::measure::cctrace::CcTrace;
 use crate::measure::cctrace::{FlowCheck, TraceCheck};
 use crate::measure::scenario::{window_cap_pkts, Outcome, Scenario};
@@ -25,7 +25,7 @@ use crate::net::topology::{Star, StarSpec};
 use crate::report::model::{Cell, Check, Columns, Figure, Fmt, Report, Table};
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{found_note, repairs_note, steal_note};
+use crate::report::tables::found_note;
 use crate::stats::{cdf, Summary};
 use crate::traffic::cc::Algorithms;
 use crate::units::{fmt_rate, parse_rate, rate_tag};
@@ -231,17 +231,15 @@ fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Re
     let names: Vec<String> = variants.iter().map(|v| v.cc.clone()).collect();
     let algorithms = Algorithms::attach(&names)?;
 
-    let total = cfg.rates_bps.len() * variants.len();
+    let mut sweep = Sweep::new(cfg.rates_bps.len() * variants.len(), stop);
     let mut outcomes = Vec::new();
     let mut traces: Vec<(u64, String, Vec<queue_sample>)> = Vec::new();
-    for (ri, &rate) in cfg.rates_bps.iter().enumerate() {
-        for (vi, v) in variants.iter().enumerate() {
-            let n = ri * variants.len() + vi + 1;
+    for &rate in &cfg.rates_bps {
+        for v in &variants {
             let ours = algorithms.ours(&v.cc);
             let traced = ours.filter(|_| cfg.trace).map(|b| b.name.as_str());
             let scn = scenario(cfg, rate, v, &algorithms.cc(&v.cc), traced);
-            let msg = format!("run {n}/{total}: {} {}", fmt_rate(rate), v.label());
-            let run = run_scenario(&scn, ours, msg, stop)?;
+            let run = sweep.run(&scn, ours, &format!("{} {}", fmt_rate(rate), v.label()))?;
             let (outcome, samples) = (run.outcome, run.samples);
             let dir = out.sub(&run_dir(rate, &v.label()))?;
             write_run(&dir, &scn, &outcome, &samples)?;
@@ -249,18 +247,18 @@ fn run(cfg: &QueueConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Re
                 t.write_csv(&dir, "cc_trace.csv.gz")?;
                 plot_sawtooth(&dir, cfg, &outcome, &samples, t)?;
             }
-            eprintln!(
-                "{} {:<20}: queue mean {:.1} p95 {:.0} pkts, util {:.1}%, drops {}, marks {}{}{}{}",
-                fmt_rate(rate),
-                v.label(),
-                outcome.queue.mean,
-                outcome.queue.p95,
-                outcome.utilization * 100.0,
-                outcome.drops,
-                outcome.marks,
-                repairs_note(outcome.guard_repairs),
-                found_note(outcome.guard_found),
-                steal_note(outcome.steal_share)
+            sweep.said(
+                &format!(
+                    "{} {:<20}: queue mean {:.1} p95 {:.0} pkts, util {:.1}%, drops {}, marks {}",
+                    fmt_rate(rate),
+                    v.label(),
+                    outcome.queue.mean,
+                    outcome.queue.p95,
+                    outcome.utilization * 100.0,
+                    outcome.drops,
+                    outcome.marks
+                ),
+                &outcome,
             );
             if let Some(tc) = &outcome.trace_check {
                 eprintln!("{}", trace_line(tc));

@@ -20,7 +20,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use tc_qdisc::Bottleneck;
 
-use crate::experiments::{run_scenario, Pair};
+use crate::experiments::{Pair, Sweep};
 use crate::measure::cctrace::CcTrace;
 use crate::measure::oscillation::{self, Cycles, Period, Synchrony};
 use crate::measure::scenario::{RunData, Scenario};
@@ -30,7 +30,7 @@ use crate::net::topology::SEGMENT_BYTES;
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
 use crate::report::model::{Cell, Columns, Figure, Fmt, Report};
-use crate::report::tables::{repairs_line, repairs_note, Repairs};
+use crate::report::tables::{repairs_line, Repairs};
 use crate::traffic::bulk::advertised_cap_bytes;
 use crate::traffic::cc::Algorithms;
 
@@ -355,15 +355,14 @@ fn run(cfg: &SawtoothConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result
     let algorithms = Algorithms::attach(&["bpf_dctcp".to_string()])?;
     let ours = algorithms.ours("bpf_dctcp");
     let cc = algorithms.cc("bpf_dctcp");
-    let total = cfg.pairs.len() * cfg.flows.len();
+    let mut sweep = Sweep::new(cfg.pairs.len() * cfg.flows.len(), stop);
     let mut runs = Vec::new();
     for pair in &cfg.pairs {
         for &n in &cfg.flows {
             let scn = scenario(cfg, pair, n, &cc);
-            let msg = format!("run {}/{total}: {}, N = {n}", runs.len() + 1, pair.label());
-            let data = run_scenario(&scn, ours, msg, stop)?;
+            let data = sweep.run(&scn, ours, &format!("{}, N = {n}", pair.label()))?;
             let r = measure(*pair, n, cfg.k, &data);
-            eprintln!("{}{}", line(&r), repairs_note(r.guard_repairs));
+            sweep.said(&line(&r), &data.outcome);
             plot_run(out, &r, &data)?;
             runs.push(r);
         }

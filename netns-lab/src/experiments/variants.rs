@@ -18,14 +18,14 @@ use loader::params::Assignment;
 use serde::{Deserialize, Serialize};
 use tc_qdisc::Bottleneck;
 
-use crate::experiments::{run_scenario, OneRate};
+use crate::experiments::{OneRate, Sweep};
 use crate::measure::cctrace::CcTrace;
 use crate::measure::scenario::{Outcome, Scenario};
 use crate::net::delay::{datacenter_rtt, RttArgs, RttMeasured};
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
 use crate::report::model::{Cell, Columns, Figure, Fmt, Report, Table};
-use crate::report::tables::{repairs_note, Repairs};
+use crate::report::tables::Repairs;
 use crate::stats::{cdf, jain, Summary};
 use crate::traffic::bulk::FlowResult;
 use crate::traffic::cc::{LabCc, KDCTCP_ALL_FOUR};
@@ -270,38 +270,34 @@ fn run(cfg: &VariantsConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result
             LabCc::attach(c.algo, params)
         })
         .collect::<Result<_>>()?;
-    let total = CONTENDERS.len() * cfg.rounds;
+    let mut sweep = Sweep::new(CONTENDERS.len() * cfg.rounds, stop);
     let mut runs = Vec::new();
     let mut cwnd_panels: Vec<(String, Vec<Series>)> = Vec::new();
     let mut alpha_lines = Vec::new();
     let mut queue_cdfs = Vec::new();
     for round in 1..=cfg.rounds {
-        for (i, (c, cc)) in CONTENDERS.iter().zip(&attached).enumerate() {
-            let n = (round - 1) * CONTENDERS.len() + i + 1;
+        for (c, cc) in CONTENDERS.iter().zip(&attached) {
             let scn = scenario(cfg, c.label, &cc.name);
-            let run = run_scenario(
-                &scn,
-                Some(cc),
-                format!("run {n}/{total}: {}", c.label),
-                stop,
-            )?;
+            let run = sweep.run(&scn, Some(cc), c.label)?;
             let trace = run.cc_trace.as_ref().expect("traced");
             let o = &run.outcome;
             let v = VariantRun::of(c.label, round, o, trace, o.window_s);
-            eprintln!(
-                "{:<16} round {round}: queue mean {:.1} p95 {:.0}, util {:.1}%, Jain {:.3}, alpha {:.3}, {:.1} CWR/s, \
-                 cwnd / alpha settled after {} / {}, drops {}{}",
-                c.label,
-                v.queue.mean,
-                v.queue.p95,
-                v.utilization * 100.0,
-                v.jain,
-                v.alpha_late,
-                v.cwr_per_s,
-                ms_or_never(v.settle_ms),
-                ms_or_never(v.alpha_settle_ms),
-                v.drops,
-                repairs_note(v.guard_repairs)
+            sweep.said(
+                &format!(
+                    "{:<16} round {round}: queue mean {:.1} p95 {:.0}, util {:.1}%, Jain {:.3}, alpha {:.3}, {:.1} CWR/s, \
+                     cwnd / alpha settled after {} / {}, drops {}",
+                    c.label,
+                    v.queue.mean,
+                    v.queue.p95,
+                    v.utilization * 100.0,
+                    v.jain,
+                    v.alpha_late,
+                    v.cwr_per_s,
+                    ms_or_never(v.settle_ms),
+                    ms_or_never(v.alpha_settle_ms),
+                    v.drops
+                ),
+                o,
             );
             let dir = out.sub(&format!(
                 "r{round}-{}",

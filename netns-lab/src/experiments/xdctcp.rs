@@ -15,13 +15,13 @@ use loader::params::Assignment;
 use serde::{Deserialize, Serialize};
 use tc_qdisc::Bottleneck;
 
-use crate::experiments::{run_scenario, OneRate};
+use crate::experiments::{OneRate, Sweep};
 use crate::measure::scenario::{Outcome, Scenario};
 use crate::net::delay::{datacenter_rtt, RttArgs, RttMeasured};
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
 use crate::report::model::{Cell, Columns, Figure, Report, Table};
-use crate::report::tables::{repairs_note, Repairs};
+use crate::report::tables::Repairs;
 use crate::stats::{cdf, summarize, Summary};
 use crate::traffic::cc::LabCc;
 use crate::traffic::shortflows::{FctSummary, ShortFlow, ShortFlowSpec};
@@ -213,7 +213,7 @@ impl Measured {
     fn line(&self) -> String {
         format!(
             "short flows {}/{} done, FCT mean {:.2} ms p50 {:.2} p99 {:.2}; long flows {:.1} Mbit/s; \
-             queue mean {:.1} p95 {:.0}; drops {}{}",
+             queue mean {:.1} p95 {:.0}; drops {}",
             self.fct.completed,
             self.fct.started,
             self.fct.fct_us.mean / 1e3,
@@ -222,8 +222,7 @@ impl Measured {
             self.long_mbps,
             self.queue.mean,
             self.queue.p95,
-            self.drops,
-            repairs_note(self.guard_repairs)
+            self.drops
         )
     }
 }
@@ -278,12 +277,7 @@ fn run(cfg: &XdctcpConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<R
     } else {
         cfg.grid.len() + 2
     };
-    let total = 2 * cfg.rounds + sweep_runs;
-    let mut n = 0;
-    let mut next = |what: &str| {
-        n += 1;
-        format!("run {n}/{total}: {what}")
-    };
+    let mut runs = Sweep::new(2 * cfg.rounds + sweep_runs, stop);
 
     let mut h2h = Vec::new();
     let mut fcts: [Vec<f64>; 2] = [vec![], vec![]];
@@ -293,12 +287,7 @@ fn run(cfg: &XdctcpConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<R
         for i in order {
             let (label, cc, key) = [("DCTCP", &dctcp, "dctcp"), ("xDCTCP", &xdctcp, "xdctcp")][i];
             let scn = scenario(cfg, label, &cc.name, cfg.duration, cfg.seed + round as u64);
-            let run = run_scenario(
-                &scn,
-                Some(cc),
-                next(&format!("{label}, round {}", round + 1)),
-                stop,
-            )?;
+            let run = runs.run(&scn, Some(cc), &format!("{label}, round {}", round + 1))?;
             let dir = out.sub(&format!("r{}-{key}", round + 1))?;
             dir.write_json("outcome.json", &run.outcome)?;
             write_short_flows(&dir, &run.short.concat())?;
@@ -310,38 +299,30 @@ fn run(cfg: &XdctcpConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<R
                     .map(|u| u as f64 / 1e3),
             );
             let m = Measured::of(&run.outcome, round + 1, (i == 1).then_some(cfg.setting));
-            eprintln!("{label:<7} round {}: {}", round + 1, m.line());
+            runs.said(&format!("{label:<7} round {}: {}", round + 1, m.line()), &run.outcome);
             h2h.push(m);
         }
     }
 
     let mut sweep = Vec::new();
     if !cfg.grid.is_empty() {
-        let reference = |tag: &str, next: &mut dyn FnMut(&str) -> String| -> Result<Measured> {
+        let reference = |tag: &str, runs: &mut Sweep| -> Result<Measured> {
             let scn = scenario(cfg, "DCTCP", &dctcp.name, cfg.sweep_duration, cfg.seed);
-            let run = run_scenario(
-                &scn,
-                Some(&dctcp),
-                next(&format!("sweep, DCTCP {tag}")),
-                stop,
-            )?;
-            Ok(Measured::of(&run.outcome, 0, None))
+            let run = runs.run(&scn, Some(&dctcp), &format!("sweep, DCTCP {tag}"))?;
+            let m = Measured::of(&run.outcome, 0, None);
+            runs.said(&format!("sweep DCTCP {tag}: {}", m.line()), &run.outcome);
+            Ok(m)
         };
-        sweep.push(reference("before", &mut next)?);
+        sweep.push(reference("before", &mut runs)?);
         for s in &cfg.grid {
             loader::instance::set(&xdctcp.name, &s.assignments())?;
             let scn = scenario(cfg, "xDCTCP", &xdctcp.name, cfg.sweep_duration, cfg.seed);
-            let run = run_scenario(
-                &scn,
-                Some(&xdctcp),
-                next(&format!("sweep, xDCTCP {}", s.label())),
-                stop,
-            )?;
+            let run = runs.run(&scn, Some(&xdctcp), &format!("sweep, xDCTCP {}", s.label()))?;
             let m = Measured::of(&run.outcome, 0, Some(*s));
-            eprintln!("sweep {}: {}", s.label(), m.line());
+            runs.said(&format!("sweep {}: {}", s.label(), m.line()), &run.outcome);
             sweep.push(m);
         }
-        sweep.push(reference("after", &mut next)?);
+        sweep.push(reference("after", &mut runs)?);
         out.write_json("sweep.json", &sweep)?;
         plot_sweep(out, cfg, &sweep)?;
     }

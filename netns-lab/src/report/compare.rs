@@ -72,8 +72,15 @@ pub fn command(args: &CompareArgs) -> Result<()> {
 fn write_page(runs: &[Run], out: &ResultsDir) -> Result<()> {
     let report = page(runs, out)?;
     out.write_text("summary.md", &super::render::markdown(&report))?;
-    let subtitle = format!("`lab compare`: {} runs of `lab {}`", runs.len(), runs[0].info.experiment);
-    out.write_text("index.html", &super::render::html(&report, &out.path, &subtitle)?)?;
+    let subtitle = format!(
+        "`lab compare`: {} runs of `lab {}`",
+        runs.len(),
+        runs[0].info.experiment
+    );
+    out.write_text(
+        "index.html",
+        &super::render::html(&report, &out.path, &subtitle)?,
+    )?;
     println!("page: {}", out.file("index.html").display());
     Ok(())
 }

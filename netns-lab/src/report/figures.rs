@@ -74,7 +74,13 @@ pub fn differences(old: &str, new: &str) -> Vec<(String, usize, usize)> {
     keys.sort();
     keys.dedup();
     keys.into_iter()
-        .map(|k| (k.clone(), a.get(k).copied().unwrap_or(0), b.get(k).copied().unwrap_or(0)))
+        .map(|k| {
+            (
+                k.clone(),
+                a.get(k).copied().unwrap_or(0),
+                b.get(k).copied().unwrap_or(0),
+            )
+        })
         .filter(|(k, x, y)| {
             let moved = captions.get(k).copied().unwrap_or(0);
             !(x == y || (y < x && x - y <= moved))
@@ -115,7 +121,10 @@ mod tests {
             [("6".to_string(), 1, 0)]
         );
         // A caption does not excuse a figure the text prints more often.
-        assert_eq!(differences("a 1", "a 1 b 1\n![1](x.png)"), [("1".to_string(), 1, 2)]);
+        assert_eq!(
+            differences("a 1", "a 1 b 1\n![1](x.png)"),
+            [("1".to_string(), 1, 2)]
+        );
     }
 
     #[test]

@@ -24,7 +24,7 @@ use tc_qdisc::dualpi2::{Dualpi2, Dualpi2Window, QueueWindow};
 use tc_qdisc::{Backend, Bottleneck, RedProfile};
 
 use super::coexist::{RENO_MAX_OVER_MIN, RENO_MAX_P, RENO_WEIGHT, SEED_TABLE_I};
-use super::run_scenario;
+use super::Sweep;
 use crate::measure::scenario::{Outcome, Scenario};
 use crate::measure::step_response::StepResponse;
 use crate::net::delay::{
@@ -34,7 +34,7 @@ use crate::net::delayline::Slot;
 use crate::net::rate_schedule::RateSchedule;
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{repairs_line, repairs_note, steal_note, table_header, Repairs};
+use crate::report::tables::{repairs_line, steal_note, table_header, Repairs};
 use crate::stats::jain;
 use crate::traffic::bulk::FlowSpec;
 use crate::traffic::cc::{check_names, is_ours, Algorithms};
@@ -818,31 +818,32 @@ fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<crat
     names.dedup();
     let algorithms = Algorithms::attach(&names)?;
     let steps = cfg.steps.len() * cfg.step_senders.len() * cfg.step_aqms.len();
-    let total = points.len() + short_points.len() + steps;
-    let mut runs = Vec::with_capacity(total);
+    let mut sweep = Sweep::new(points.len() + short_points.len() + steps, stop);
+    let mut runs = Vec::with_capacity(points.len());
     for p in &points {
         let label = p.label(&cfg.classic);
         let scn = scenario(cfg, p, &algorithms.cc(&p.scalable), &label);
-        let msg = format!("run {}/{total}: {label}", runs.len() + 1);
-        let data = run_scenario(&scn, algorithms.ours(&p.scalable), msg, stop)?;
+        let data = sweep.run(&scn, algorithms.ours(&p.scalable), &label)?;
         let r = L4sRun::of(cfg, p, &data.outcome);
         if data.outcome.marker.ect.pkts == 0 && p.aqm != Aqm::Droptail {
             bail!("{label}: no packet arrived ECN-capable: ECN was not negotiated");
         }
-        eprintln!(
-                    "{label}: {:.1} / {:.1} Mbit/s per flow (ratio {:.2}), Jain {:.3}, queue {:.1} ms (p99 {:.1}), \
-                     util {:.1} %, marks {}, drops {}{}",
-                    r.scalable_mbps,
-                    r.classic_mbps,
-                    r.ratio,
-                    r.jain,
-                    r.queue_mean_ms,
-                    r.queue_p99_ms,
-                    r.utilization * 100.0,
-                    r.marks,
-                    r.drops,
-                    repairs_note(r.guard_repairs)
-                );
+        sweep.said(
+            &format!(
+                "{label}: {:.1} / {:.1} Mbit/s per flow (ratio {:.2}), Jain {:.3}, queue {:.1} ms (p99 {:.1}), \
+                 util {:.1} %, marks {}, drops {}",
+                r.scalable_mbps,
+                r.classic_mbps,
+                r.ratio,
+                r.jain,
+                r.queue_mean_ms,
+                r.queue_p99_ms,
+                r.utilization * 100.0,
+                r.marks,
+                r.drops
+            ),
+            &data.outcome,
+        );
         if let Some(d) = &r.dualpi2 {
             eprintln!("  {}", queues_line(d));
         }
@@ -852,10 +853,9 @@ fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<crat
     for p in &short_points {
         let label = short::label(p.rate_bps, p.aqm);
         let scn = short::scenario(cfg, p, &algorithms.cc(&p.scalable), &label);
-        let msg = format!("run {}/{total}: {label}", runs.len() + short_runs.len() + 1);
-        let data = run_scenario(&scn, algorithms.ours(&p.scalable), msg, stop)?;
+        let data = sweep.run(&scn, algorithms.ours(&p.scalable), &label)?;
         let r = short::ShortRun::of(cfg, p, &data);
-        eprintln!("{}{}", r.line(), repairs_note(r.guard_repairs));
+        sweep.said(&r.line(), &data.outcome);
         short_runs.push(r);
     }
     let mut step_runs = Vec::with_capacity(steps);
@@ -869,26 +869,24 @@ fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<crat
                     fmt_rate(to)
                 );
                 let scn = step_scenario(cfg, aqm, &algorithms.cc(sender), to, &label);
-                let msg = format!(
-                    "run {}/{total}: {label}",
-                    runs.len() + short_runs.len() + step_runs.len() + 1
-                );
-                let data = run_scenario(&scn, algorithms.ours(sender), msg, stop)?;
+                let data = sweep.run(&scn, algorithms.ours(sender), &label)?;
                 let r = step_run(aqm, sender, cfg.duration / 2, cfg.buffer_pkts, &data)
                     .with_context(|| {
                         format!("{label}: no queue samples on both sides of the step")
                     })?;
-                eprintln!(
-                    "{label}: queue {:.2} ms before, peak {:.1} ms ({:.1} ms round trip) at {:.2} s, settled at {:.2} ms {}, \
-                     goodput after {:.1} % of the link's{}",
-                    r.response.before_ms,
-                    r.response.peak_ms,
-                    r.base_rtt_ms + r.response.peak_ms,
-                    r.response.peak_at_s,
-                    r.response.settled_ms,
-                    back(&r.response),
-                    r.utilization_after * 100.0,
-                    repairs_note(r.guard_repairs)
+                sweep.said(
+                    &format!(
+                        "{label}: queue {:.2} ms before, peak {:.1} ms ({:.1} ms round trip) at {:.2} s, settled at \
+                         {:.2} ms {}, goodput after {:.1} % of the link's",
+                        r.response.before_ms,
+                        r.response.peak_ms,
+                        r.base_rtt_ms + r.response.peak_ms,
+                        r.response.peak_at_s,
+                        r.response.settled_ms,
+                        back(&r.response),
+                        r.utilization_after * 100.0
+                    ),
+                    &data.outcome,
                 );
                 step_runs.push(r);
             }
