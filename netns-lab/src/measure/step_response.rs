@@ -3,7 +3,7 @@
 //! the change, at its peak after it, where it settles, and how long it took
 //! to come back down to that level.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::intf::queue_sample;
 
 use crate::net::rate_schedule::{rate_at, AppliedRate};
@@ -22,7 +22,7 @@ const SETTLED_TAIL: f64 = 0.4;
 const BACK_WITHIN_SHARE: f64 = 0.25;
 const BACK_WITHIN_MIN_MS: f64 = 1.0;
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepResponse {
     pub from_bps: u64,
     pub to_bps: u64,

@@ -105,6 +105,16 @@ pub fn steal_note(share: f64) -> String {
     }
 }
 
+/// The steal of a run for a table's cell: the share where it took 2 % or
+/// more (as `steal_note` says it), else nothing.
+pub fn steal_cell(share: f64) -> super::model::Cell {
+    if share < 0.02 {
+        super::model::Cell::Missing
+    } else {
+        super::model::Cell::pct(share, 0)
+    }
+}
+
 /// The impossible values the guard found, for a run's line: empty if none.
 pub fn found_note((s, c): (u64, u64)) -> String {
     let v: Vec<String> = [("ssthresh", s), ("cwnd", c)]
@@ -158,6 +168,13 @@ mod tests {
             repairs_line([("a".to_string(), r), ("b".to_string(), Repairs::default())].into_iter()),
             "Guard repairs (README \"Known issue\"): a: (2, 1, 7)."
         );
+    }
+
+    #[test]
+    fn the_steal_cell_holds_a_share_from_two_percent() {
+        use crate::report::model::Cell;
+        assert_eq!(steal_cell(0.0199), Cell::Missing);
+        assert_eq!(steal_cell(0.05).show(), "5%");
     }
 
     #[test]

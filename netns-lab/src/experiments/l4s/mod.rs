@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tc_qdisc::backend::PKT_BYTES;
 use tc_qdisc::dualpi2::{Dualpi2, Dualpi2Window, QueueWindow};
 use tc_qdisc::{Backend, Bottleneck, RedProfile};
@@ -34,14 +34,15 @@ use crate::net::delayline::Slot;
 use crate::net::rate_schedule::RateSchedule;
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{repairs_line, steal_note, table_header, Repairs};
+use crate::report::model::{Cell, Columns, Figure, Report, Table};
+use crate::report::tables::{repairs_line, steal_cell, Repairs};
 use crate::stats::jain;
 use crate::traffic::bulk::FlowSpec;
 use crate::traffic::cc::{check_names, is_ours, Algorithms};
 use crate::units::fmt_rate;
 
 /// The AQMs a mix meets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Aqm {
     /// RFC 9332's coupled dual queue (bpf-dualpi2, --dualpi2 sets its
@@ -117,7 +118,7 @@ fn pkts_in(ms: f64, rate_bps: u64) -> u32 {
 }
 
 /// The rates a run steps down to at mid-run (`--steps 25M,5M`, or `none`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Steps(pub Vec<u64>);
 
 impl Steps {
@@ -221,6 +222,14 @@ impl Mix {
 impl Serialize for Mix {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.label())
+    }
+}
+
+/// A mix as it is written: its label, parsed back.
+impl<'de> Deserialize<'de> for Mix {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let label = String::deserialize(d)?;
+        Mix::parse(&label).map_err(serde::de::Error::custom)
     }
 }
 
@@ -407,7 +416,7 @@ impl L4sArgs {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct L4sConfig {
     pub rates: Vec<u64>,
     pub rtt: Rtt,
@@ -615,7 +624,7 @@ fn queue_ms(pkts: f64, rate_bps: u64) -> f64 {
 }
 
 /// One mix through one AQM.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct L4sRun {
     pub rate_bps: u64,
     pub aqm: Aqm,
@@ -772,7 +781,7 @@ fn step_scenario(cfg: &L4sConfig, aqm: Aqm, cc: &str, to_bps: u64, label: &str) 
 }
 
 /// One sender alone through one AQM, the link stepped down at mid-run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StepRun {
     pub aqm: Aqm,
     pub sender: String,
@@ -806,7 +815,7 @@ impl StepRun {
     }
 }
 
-fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<crate::report::model::Report> {
+fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Report> {
     let (points, short_points) = (cfg.points(), short::points(cfg));
     let mut names: Vec<String> = points
         .iter()
@@ -904,12 +913,10 @@ fn run(cfg: &L4sConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<crat
         write_steps_csv(out, &step_runs)?;
         plot_steps(out, cfg, &step_runs)?;
     }
-    let mut text = summary(cfg, &runs);
-    short::section(&mut text, cfg, &short_runs);
-    steps_section(&mut text, cfg, &step_runs);
     out.write_json("shorts.json", &short_runs)?;
     out.write_json("steps.json", &step_runs)?;
-    out.write_up(&runs, &text)
+    out.write_json("runs.json", &runs)?;
+    Ok(report(cfg, &runs, &short_runs, &step_runs))
 }
 
 /// A step run's response, from its arrivals and its flow; `step_at` is
@@ -1070,13 +1077,12 @@ fn plot_steps(out: &ResultsDir, cfg: &L4sConfig, runs: &[StepRun]) -> Result<()>
 }
 
 /// The step runs beside what DualPI2 aims at.
-fn steps_section(s: &mut String, cfg: &L4sConfig, runs: &[StepRun]) {
+fn steps_section(r: &mut Report, cfg: &L4sConfig, runs: &[StepRun]) {
     if runs.is_empty() {
         return;
     }
-    let _ = writeln!(
-        s,
-        "\n## The link stepped down at mid-run\n\nOne flow alone, the link's rate cut from {} at {:.0} s \
+    r.heading(2, "The link stepped down at mid-run").text(format!(
+        "One flow alone, the link's rate cut from {} at {:.0} s \
          (htb's class and the switch's figure of the rate together). Queue delay = each arrival's backlog \
          over the link's rate then; peak = the largest 20 ms mean after the step, and the round trip a \
          packet then had (the flow's min RTT plus the peak); expected peak = the window the flow held \
@@ -1086,53 +1092,31 @@ fn steps_section(s: &mut String, cfg: &L4sConfig, runs: &[StepRun]) {
          whose mean is at most 25 % (or 1 ms) over that level. Rate after = the flow's goodput over the \
          last 40 % of the run over the new link's (its rate less the headers: 1448 of 1514 bytes). DualPI2 aims its C queue at {} and marks L from {} of queue, both times, so its levels hold \
          at the new rate; RED's thresholds are packets, set at the starting rate, so in time they grow \
-         as the rate falls (5-15 ms at {} is twice that at half the rate).\n",
+         as the rate falls (5-15 ms at {} is twice that at half the rate).",
         fmt_rate(cfg.step_from()),
         cfg.duration.as_secs_f64() / 2.0,
         fmt_duration(cfg.dualpi2.target),
         step_thresh(&cfg.dualpi2),
         fmt_rate(cfg.step_from()),
-    );
-    table_header(
-        s,
-        &[
-            "AQM",
-            "sender",
-            "step",
-            "queue before (ms)",
-            "peak (ms)",
-            "expected peak (ms)",
-            "peak round trip (ms)",
-            "settled (ms)",
-            "back at the level (s)",
-            "rate after / link",
-        ],
-    );
-    for r in runs {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} -> {} | {:.2} | {:.1} | {:.1} | {:.1} | {:.2} | {} | {:.1} %{} |",
-            r.aqm.name(),
-            r.sender,
-            fmt_rate(r.response.from_bps),
-            fmt_rate(r.response.to_bps),
-            r.response.before_ms,
-            r.response.peak_ms,
-            r.expected_peak_ms,
-            r.base_rtt_ms + r.response.peak_ms,
-            r.response.settled_ms,
-            r.response
-                .back_s
-                .map_or("never".to_string(), |v| format!("{v:.2}")),
-            r.utilization_after * 100.0,
-            steal_note(r.steal_share),
-        );
-    }
-    let _ = writeln!(
-        s,
-        "\n{}",
-        repairs_line(runs.iter().map(|r| (r.label(), r.guard_repairs)))
-    );
+    ));
+    r.table(
+        Columns::<StepRun>::new()
+            .col("AQM", "", |r| Cell::text(r.aqm.name()))
+            .col("sender", "", |r| Cell::text(&r.sender))
+            .col("step", "", |r| {
+                Cell::text(format!("{} -> {}", fmt_rate(r.response.from_bps), fmt_rate(r.response.to_bps)))
+            })
+            .col("queue before", "ms", |r| Cell::num(r.response.before_ms, 2))
+            .col("peak", "ms", |r| Cell::num(r.response.peak_ms, 1))
+            .col("expected peak", "ms", |r| Cell::num(r.expected_peak_ms, 1))
+            .col("peak round trip", "ms", |r| Cell::num(r.base_rtt_ms + r.response.peak_ms, 1))
+            .col("settled", "ms", |r| Cell::num(r.response.settled_ms, 2))
+            .col("back at the level", "s", |r| r.response.back_s.map_or(Cell::text("never"), |v| Cell::num(v, 2)))
+            .col("rate after / link", "", |r| Cell::pct(r.utilization_after, 1))
+            .col("steal", "", |r| steal_cell(r.steal_share))
+            .table(runs),
+    )
+    .text(repairs_line(runs.iter().map(|r| (r.label(), r.guard_repairs))));
 }
 
 /// DualPI2's step threshold: `1 ms`, or `30 packets`.
@@ -1395,14 +1379,29 @@ fn per_rate(cfg: &L4sConfig, figure: impl Fn(u64) -> String) -> String {
         .join(", ")
 }
 
-fn summary(cfg: &L4sConfig, runs: &[L4sRun]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# Scalable and classic TCP through one queue (L4S, seed 002)\n"
-    );
-    let _ = writeln!(
-        s,
+/// One row per run of the long flows.
+fn runs_table(runs: &[L4sRun]) -> Table {
+    Columns::<L4sRun>::new()
+        .col("rate", "", |r| Cell::text(fmt_rate(r.rate_bps)))
+        .col("AQM", "", |r| Cell::text(r.aqm.name()))
+        .col("scalable", "", |r| Cell::text(&r.scalable))
+        .col("mix", "", |r| Cell::text(r.mix.label()))
+        .col("scalable per flow", "Mbit/s", |r| Cell::num(r.scalable_mbps, 2))
+        .col("classic per flow", "Mbit/s", |r| Cell::num(r.classic_mbps, 2))
+        .col("ratio", "", |r| Cell::num(r.ratio, 2))
+        .col("Jain", "", |r| Cell::num(r.jain, 3))
+        .col("queue mean", "ms", |r| Cell::num(r.queue_mean_ms, 1))
+        .col("queue p99", "ms", |r| Cell::num(r.queue_p99_ms, 1))
+        .col("utilization", "", |r| Cell::pct(r.utilization, 1))
+        .col("steal", "", |r| steal_cell(r.steal_share))
+        .col("marks", "", |r| Cell::int(r.marks))
+        .col("drops", "", |r| Cell::int(r.drops))
+        .table(runs)
+}
+
+fn report(cfg: &L4sConfig, runs: &[L4sRun], short_runs: &[short::ShortRun], step_runs: &[StepRun]) -> Report {
+    let mut r = Report::new("Scalable and classic TCP through one queue (L4S, seed 002)");
+    r.text(format!(
         "Bottleneck at {}; {} round trip (BDP {}) but where a mix names its own (`@`); buffer {} packets; \
          every sender negotiates ECN but the classic ones behind dual. \
          {:.0} s per run, the first {:.0} s not measured. AQMs: dualpi2 = RFC 9332's coupled dual queue \
@@ -1412,7 +1411,7 @@ fn summary(cfg: &L4sConfig, runs: &[L4sRun]) -> String {
          step = every ECN-capable packet marked from 1 ms of queue, at least 2 packets ({}); \
          droptail. Rate = a flow's goodput over the measured window; ratio = a scalable flow's mean rate over a \
          classic flow's (1: equal shares; RFC 9331's goal behind a classic ECN AQM, 0.5-2; in a mix of one \
-         class, its first flow's over its last's).\n",
+         class, its first flow's over its last's).",
         cfg.rates.iter().map(|&r| fmt_rate(r)).collect::<Vec<_>>().join(" and "),
         rtts(&cfg.rtt),
         per_rate(cfg, |r| format!("{:.0} packets", bdp_pkts(r, cfg.rtt.of(0)))),
@@ -1422,95 +1421,57 @@ fn summary(cfg: &L4sConfig, runs: &[L4sRun]) -> String {
         dualpi2_params(&cfg.dualpi2),
         per_rate(cfg, |r| format!("{}-{} packets", pkts_in(5.0, r), pkts_in(15.0, r))),
         per_rate(cfg, |r| format!("{} packets", pkts_in(1.0, r).max(2))),
-    );
+    ));
     if let Some(slot) = cfg.slot {
-        let _ = writeln!(
-            s,
+        r.text(format!(
             "Bursty arrivals (`--slot`): the ACK path releases in slots, one every {}, at most {} of a \
              sender's ACKs per slot (netem's `slot`), so each sender sends, and the bottleneck receives, \
-             in bursts.\n",
+             in bursts.",
             fmt_duration(Duration::from_nanos(slot.interval_ns)),
             slot.packets
-        );
+        ));
     }
-    table_header(
-        &mut s,
-        &[
-            "rate",
-            "AQM",
-            "scalable",
-            "mix",
-            "scalable Mbit/s per flow",
-            "classic Mbit/s per flow",
-            "ratio",
-            "Jain",
-            "queue mean / p99 (ms)",
-            "utilization",
-            "marks",
-            "drops",
-        ],
-    );
-    for r in runs {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.3} | {:.1} / {:.1} | {:.1} %{} | {} | {} |",
-            fmt_rate(r.rate_bps),
-            r.aqm.name(),
-            r.scalable,
-            r.mix.label(),
-            r.scalable_mbps,
-            r.classic_mbps,
-            r.ratio,
-            r.jain,
-            r.queue_mean_ms,
-            r.queue_p99_ms,
-            r.utilization * 100.0,
-            steal_note(r.steal_share),
-            r.marks,
-            r.drops
-        );
-    }
+    // runs.csv stays `write_csv`'s: it carries each queue's sojourn
+    // percentiles and the CE share as well.
+    r.table(runs_table(runs));
     let within: Vec<String> = runs
         .iter()
         .filter(|r| r.aqm == Aqm::Rfc3168)
         .map(|r| {
-            format!(
-                "{} {} {}: {:.2} ({})",
-                fmt_rate(r.rate_bps),
-                r.scalable,
-                r.mix.label(),
-                r.ratio,
-                if (0.5..=2.0).contains(&r.ratio) {
-                    "within 0.5-2"
-                } else {
-                    "outside 0.5-2"
-                }
-            )
+            let verdict = if (0.5..=2.0).contains(&r.ratio) { "within 0.5-2" } else { "outside 0.5-2" };
+            format!("{} {} {}: {:.2} ({verdict})", fmt_rate(r.rate_bps), r.scalable, r.mix.label(), r.ratio)
         })
         .collect();
     if !within.is_empty() {
-        let _ = writeln!(
-            s,
-            "\nBehind the classic ECN AQM (rfc3168), rate per scalable flow over a classic one's: {}.",
+        r.text(format!(
+            "Behind the classic ECN AQM (rfc3168), rate per scalable flow over a classic one's: {}.",
             within.join("; ")
-        );
+        ));
     }
-    dualpi2_section(&mut s, cfg, runs);
-    let _ = writeln!(
-        s,
-        "\n{}",
-        summary_lines(runs.iter().map(|r| (r.label(), &r.rtt)))
-    );
-    let _ = writeln!(
-        s,
-        "{}",
-        repairs_line(runs.iter().map(|r| (r.label(), r.guard_repairs)))
-    );
-    s
+    dualpi2_section(&mut r, cfg, runs);
+    r.markdown(summary_lines(runs.iter().map(|r| (r.label(), &r.rtt))))
+        .text(repairs_line(runs.iter().map(|r| (r.label(), r.guard_repairs))));
+    short::section(&mut r, cfg, short_runs);
+    steps_section(&mut r, cfg, step_runs);
+    let mut figs = vec![
+        Figure::new("ratio.png", "The rate ratio of each mix behind each AQM"),
+        Figure::new("rates.png", "Each class's rate over the run"),
+    ];
+    if runs.iter().any(|r| r.dualpi2.is_some()) {
+        figs.push(Figure::new("sojourn.png", "DualPI2: each queue's sojourn"));
+    }
+    if !short_runs.is_empty() {
+        figs.push(Figure::new("fct.png", "The short flows' completion times, each class's CDF per AQM"));
+    }
+    if !step_runs.is_empty() {
+        figs.push(Figure::new("steps.png", "The queue and the rate around the step, each AQM"));
+    }
+    r.heading(2, "Plots").figures(figs);
+    r
 }
 
 /// DualPI2's queues per run, and RFC 9332's goals beside what was measured.
-fn dualpi2_section(s: &mut String, cfg: &L4sConfig, runs: &[L4sRun]) {
+fn dualpi2_section(r: &mut Report, cfg: &L4sConfig, runs: &[L4sRun]) {
     let dual: Vec<(&L4sRun, &Dualpi2Window)> = runs
         .iter()
         .filter_map(|r| r.dualpi2.as_ref().map(|d| (r, d)))
@@ -1519,52 +1480,39 @@ fn dualpi2_section(s: &mut String, cfg: &L4sConfig, runs: &[L4sRun]) {
         return;
     }
     let target_ms = cfg.dualpi2.target.as_secs_f64() * 1e3;
-    let _ = writeln!(
-        s,
-        "\n## DualPI2's two queues\n\nSojourn of every departing packet (the dequeue tracepoint, from its \
-         enqueue time; 32.8 us buckets). Marks: C by p'^2, L by k p' or by the step (the step's share in \
-         brackets). The marker estimates each arrival's sojourn as its queue's backlog over the link rate; \
-         its error against the measured sojourn is the last column (mean |error|, and the bias).\n"
-    );
-    table_header(
-        s,
-        &[
-            "rate",
-            "scalable",
-            "mix",
-            "L sojourn p50 / p99 / p99.9 (ms)",
-            "C sojourn p50 / p99 / mean (ms)",
-            "L marks (step)",
-            "C marks",
-            "drops L / C",
-            "estimate error L / C (ms)",
-        ],
-    );
-    for (r, d) in &dual {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {:.2} / {:.2} / {:.2} | {:.2} / {:.2} / {:.2} | {} ({}) | {} | {} / {} | {:.2} (bias {:+.2}) / {:.2} (bias {:+.2}) |",
-            fmt_rate(r.rate_bps),
-            r.scalable,
-            r.mix.label(),
-            d.l.sojourn_p50_ms,
-            d.l.sojourn_p99_ms,
-            d.l.sojourn_p999_ms,
-            d.c.sojourn_p50_ms,
-            d.c.sojourn_p99_ms,
-            d.c.sojourn_mean_ms,
-            d.l.marked + d.l.step_marked,
-            d.l.step_marked,
-            d.c.marked,
-            d.l.dropped + d.l.taildrop,
-            d.c.dropped + d.c.taildrop,
-            d.l.estimate_error_ms,
-            d.l.estimate_bias_ms,
-            d.c.estimate_error_ms,
-            d.c.estimate_bias_ms,
-        );
-    }
-    let _ = writeln!(s, "\nRFC 9332's goals, each run through DualPI2:\n");
+    let signed = |v: f64| Cell::text(format!("{v:+.2}"));
+    r.heading(2, "DualPI2's two queues")
+        .text(
+            "Sojourn of every departing packet (the dequeue tracepoint, from its \
+             enqueue time; 32.8 us buckets). Marks: C by p'^2, L by k p' or by the step (the step's share in \
+             brackets). The marker estimates each arrival's sojourn as its queue's backlog over the link rate; \
+             its error against the measured sojourn is the last column (mean |error|, and the bias).",
+        )
+        .table(
+            Columns::<(&L4sRun, &Dualpi2Window)>::new()
+                .col("rate", "", |(r, _)| Cell::text(fmt_rate(r.rate_bps)))
+                .col("scalable", "", |(r, _)| Cell::text(&r.scalable))
+                .col("mix", "", |(r, _)| Cell::text(r.mix.label()))
+                .col("L sojourn p50", "ms", |(_, d)| Cell::num(d.l.sojourn_p50_ms, 2))
+                .col("p99", "ms", |(_, d)| Cell::num(d.l.sojourn_p99_ms, 2))
+                .col("p99.9", "ms", |(_, d)| Cell::num(d.l.sojourn_p999_ms, 2))
+                .col("C sojourn p50", "ms", |(_, d)| Cell::num(d.c.sojourn_p50_ms, 2))
+                .col("p99", "ms", |(_, d)| Cell::num(d.c.sojourn_p99_ms, 2))
+                .col("mean", "ms", |(_, d)| Cell::num(d.c.sojourn_mean_ms, 2))
+                .col("L marks (step)", "", |(_, d)| {
+                    Cell::text(format!("{} ({})", d.l.marked + d.l.step_marked, d.l.step_marked))
+                })
+                .col("C marks", "", |(_, d)| Cell::int(d.c.marked))
+                .col("drops L", "", |(_, d)| Cell::int(d.l.dropped + d.l.taildrop))
+                .col("drops C", "", |(_, d)| Cell::int(d.c.dropped + d.c.taildrop))
+                .col("estimate error L", "ms", |(_, d)| Cell::num(d.l.estimate_error_ms, 2))
+                .col("bias L", "ms", move |(_, d)| signed(d.l.estimate_bias_ms))
+                .col("estimate error C", "ms", |(_, d)| Cell::num(d.c.estimate_error_ms, 2))
+                .col("bias C", "ms", move |(_, d)| signed(d.c.estimate_bias_ms))
+                .table(&dual),
+        )
+        .text("RFC 9332's goals, each run through DualPI2:");
+    let mut goals = String::new();
     for (r, d) in &dual {
         let held = |ok: bool| if ok { "holds" } else { "does not hold" };
         // RFC 9332 asks for similar rates of one flow of each class at
@@ -1583,7 +1531,7 @@ fn dualpi2_section(s: &mut String, cfg: &L4sConfig, runs: &[L4sRun]) {
             }
         };
         let _ = writeln!(
-            s,
+            goals,
             "- {} {} {}: {}; {}; rate ratio {:.2} against 0.5-2 ({}); utilization {:.1} % against 95 % ({}).",
             fmt_rate(r.rate_bps),
             r.scalable,
@@ -1602,11 +1550,35 @@ fn dualpi2_section(s: &mut String, cfg: &L4sConfig, runs: &[L4sRun]) {
             held(r.utilization >= 0.95),
         );
     }
+    r.markdown(goals);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mix_is_written_as_its_label_and_read_back() {
+        for label in ["1:4", "1:1:bpf_dctcp", "2:0@10ms/80ms"] {
+            let mix = Mix::parse(label).unwrap();
+            let json = serde_json::to_string(&mix).unwrap();
+            assert_eq!(json, format!("\"{label}\""));
+            assert_eq!(serde_json::from_str::<Mix>(&json).unwrap(), mix);
+        }
+        assert!(serde_json::from_str::<Mix>("\"1\"").is_err());
+    }
+
+    /// The report prints the figures of the run recorded with the
+    /// hand-written summary (`experiments::recorded`).
+    #[test]
+    fn the_report_prints_the_recorded_runs_figures() {
+        use crate::experiments::recorded;
+        let cfg = recorded::args::<L4sArgs>("l4s").config();
+        let runs: Vec<L4sRun> = recorded::data("l4s", "runs.json");
+        let shorts: Vec<short::ShortRun> = recorded::data("l4s", "shorts.json");
+        let steps: Vec<StepRun> = recorded::data("l4s", "steps.json");
+        recorded::assert_same_figures("l4s", &report(&cfg, &runs, &shorts, &steps), &[]);
+    }
 
     fn cfg() -> L4sConfig {
         use clap::Parser;

@@ -5,19 +5,19 @@
 //! stretched by the queue its class waits in.
 
 use anyhow::Result;
-use serde::Serialize;
-use std::fmt::Write as _;
+use serde::{Deserialize, Serialize};
 
 use super::{Aqm, L4sConfig, Mix, Point};
 use crate::measure::scenario::{Outcome, RunData, Scenario};
 use crate::report::plot::{self, Chart, Series};
 use crate::report::results::ResultsDir;
-use crate::report::tables::{repairs_line, steal_note, table_header, Repairs};
+use crate::report::model::{Cell, Columns, Fmt, Report};
+use crate::report::tables::{repairs_line, steal_cell, Repairs};
 use crate::traffic::shortflows::{FctSummary, ShortFlow, ShortFlowSpec};
 use crate::units::fmt_rate;
 
 /// Short transfers' sizes, bytes, uniform between the two: `10000-100000`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sizes {
     pub min: u64,
     pub max: u64,
@@ -109,7 +109,7 @@ pub fn scenario(cfg: &L4sConfig, p: &Point, scalable_cc: &str, label: &str) -> S
 }
 
 /// One class's short flows in one run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClassFct {
     pub sender: String,
     pub fct: FctSummary,
@@ -119,7 +119,7 @@ pub struct ClassFct {
 }
 
 /// One AQM's short-flow run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ShortRun {
     pub rate_bps: u64,
     pub aqm: Aqm,
@@ -259,17 +259,16 @@ pub fn plot(out: &ResultsDir, cfg: &L4sConfig, runs: &[ShortRun]) -> Result<()> 
 }
 
 /// The summary's section: per AQM, each class's completion times.
-pub fn section(s: &mut String, cfg: &L4sConfig, runs: &[ShortRun]) {
+pub fn section(r: &mut Report, cfg: &L4sConfig, runs: &[ShortRun]) {
     if runs.is_empty() {
         return;
     }
-    let _ = writeln!(
-        s,
-        "\n## Short flows beside the long ones\n\nBeside one long flow of each class ({} and {}) at {}, \
+    r.heading(2, "Short flows beside the long ones").text(format!(
+        "Beside one long flow of each class ({} and {}) at {}, \
          short transfers of each class, each class from a sender of its own: {} per second per class \
          (Poisson, from {:.0} s), {}-{} bytes (uniform). Completion time = from connect() to the \
          receiver's one-byte answer after the last byte: the handshake, the transfer and a last round \
-         trip, each stretched by the queue the class waits in.\n",
+         trip, each stretched by the queue the class waits in.",
         cfg.scalable[0],
         cfg.classic,
         fmt_rate(cfg.step_from()),
@@ -277,49 +276,28 @@ pub fn section(s: &mut String, cfg: &L4sConfig, runs: &[ShortRun]) {
         cfg.warmup.as_secs_f64(),
         cfg.short_sizes.min,
         cfg.short_sizes.max,
-    );
-    table_header(
-        s,
-        &[
-            "AQM",
-            "class",
-            "sender",
-            "done / started",
-            "FCT p50 (ms)",
-            "FCT p99 (ms)",
-            "FCT mean (ms)",
-            "long flows Mbit/s",
-            "queue mean (ms)",
-            "utilization",
-            "marks / drops",
-        ],
-    );
-    for r in runs {
-        for (class, c) in ["scalable", "classic"].iter().zip(&r.classes) {
-            let _ = writeln!(
-                s,
-                "| {} | {class} | {} | {} / {} | {:.1} | {:.1} | {:.1} | {} | {:.1} | {:.1} %{} | {} / {} |",
-                r.aqm.name(),
-                c.sender,
-                c.fct.completed,
-                c.fct.started,
-                c.fct.fct_us.p50 / 1e3,
-                c.fct.fct_us.p99 / 1e3,
-                c.fct.fct_us.mean / 1e3,
-                r.long_mbps.iter().map(|m| format!("{m:.1}")).collect::<Vec<_>>().join(" / "),
-                r.queue_mean_ms,
-                r.utilization * 100.0,
-                steal_note(r.steal_share),
-                r.marks,
-                r.drops,
-            );
-        }
-    }
-    let _ = writeln!(
-        s,
-        "\n{}",
-        repairs_line(runs.iter().map(|r| (r.label(), r.guard_repairs)))
-    );
+    ));
+    let rows: Vec<(&ShortRun, &str, &ClassFct)> = runs
+        .iter()
+        .flat_map(|r| ["scalable", "classic"].into_iter().zip(&r.classes).map(move |(class, c)| (r, class, c)))
+        .collect();
+    r.table(
+        Columns::<(&ShortRun, &str, &ClassFct)>::new()
+            .col("AQM", "", |(r, _, _)| Cell::text(r.aqm.name()))
+            .col("class", "", |(_, class, _)| Cell::text(*class))
+            .col("sender", "", |(_, _, c)| Cell::text(&c.sender))
+            .col("done / started", "", |(_, _, c)| Cell::text(format!("{} / {}", c.fct.completed, c.fct.started)))
+            .col("FCT p50", "ms", |(_, _, c)| Cell::num(c.fct.fct_us.p50 / 1e3, 1))
+            .col("FCT p99", "ms", |(_, _, c)| Cell::num(c.fct.fct_us.p99 / 1e3, 1))
+            .col("FCT mean", "ms", |(_, _, c)| Cell::num(c.fct.fct_us.mean / 1e3, 1))
+            .col("long flows", "Mbit/s", |(r, _, _)| Cell::List(r.long_mbps.clone(), Fmt::dp(1)))
+            .col("queue mean", "ms", |(r, _, _)| Cell::num(r.queue_mean_ms, 1))
+            .col("utilization", "", |(r, _, _)| Cell::pct(r.utilization, 1))
+            .col("steal", "", |(r, _, _)| steal_cell(r.steal_share))
+            .col("marks / drops", "", |(r, _, _)| Cell::text(format!("{} / {}", r.marks, r.drops)))
+            .table(&rows),
+    )
+    .text(repairs_line(runs.iter().map(|r| (r.label(), r.guard_repairs))));
 }
 
 #[cfg(test)]
