@@ -526,6 +526,26 @@ fn measure(
     }
 }
 
+/// One run: `v` at `rate`, the schedule's flows on `cc` (the attached
+/// instance's name for ours), each from its start to its stop, the rates
+/// read every interval, the receivers' windows capped where `v` marks.
+fn scenario(cfg: &ConvergenceConfig, v: &Variant, rate: u64, cc: &str) -> Scenario {
+    Scenario {
+        flows: cfg.schedule.flows(cc),
+        round_trip: cfg.round_trip(rate),
+        interval: cfg.interval,
+        rwnd_clamp_bytes: v.marks().then(|| cfg.window_cap(rate) * SEGMENT_BYTES),
+        ..Scenario::long_flows(
+            &v.label(),
+            cfg.bottleneck(v, rate),
+            0,
+            cc,
+            cfg.schedule.end(),
+            Duration::ZERO,
+        )
+    }
+}
+
 fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Result<Report> {
     let names: Vec<String> = cfg.variants.iter().map(|v| v.cc.clone()).collect();
     let algorithms = Algorithms::attach(&names)?;
@@ -534,22 +554,7 @@ fn run(cfg: &ConvergenceConfig, out: &ResultsDir, stop: &Arc<AtomicBool>) -> Res
     let mut runs = Vec::new();
     for &rate in &cfg.rates_bps {
         for v in &cfg.variants {
-            let cc = algorithms.cc(&v.cc);
-            // The schedule's flows, each from its start to its stop.
-            let scn = Scenario {
-                flows: cfg.schedule.flows(&cc),
-                round_trip: cfg.round_trip(rate),
-                interval: cfg.interval,
-                rwnd_clamp_bytes: v.marks().then(|| cfg.window_cap(rate) * SEGMENT_BYTES),
-                ..Scenario::long_flows(
-                    &v.label(),
-                    cfg.bottleneck(v, rate),
-                    0,
-                    &cc,
-                    cfg.schedule.end(),
-                    Duration::ZERO,
-                )
-            };
+            let scn = scenario(cfg, v, rate, &algorithms.cc(&v.cc));
             let what = format!("{} at {}", v.label(), fmt_rate(rate));
             let data = sweep.run(&scn, algorithms.ours(&v.cc), &what)?;
             let r = measure(cfg, v, rate, &phases, &data);
@@ -975,6 +980,29 @@ mod tests {
     /// Without --rtt, the data center's round trip of each rate; each
     /// receiver's cap half as much again as one flow alone needs there
     /// (its BDP, K and one packet), at least 16.
+    #[test]
+    fn a_run_is_planned_from_the_schedule_and_the_variant() {
+        let cfg = ConvergenceArgs {
+            schedule: Some(Schedule::parse("0-9,3-6").unwrap()),
+            senders: Some(2),
+            interval: Duration::from_millis(50),
+            ..args()
+        }
+        .config();
+        let dctcp = parse_variant("bpf_dctcp:bpf-step").unwrap();
+        let s = scenario(&cfg, &dctcp, 100_000_000, "dl1");
+        assert_eq!(format!("{:?}", s.flows), format!("{:?}", cfg.schedule.flows("dl1")));
+        assert_eq!(s.flows.len(), 2);
+        assert_eq!(s.round_trip, cfg.round_trip(100_000_000));
+        assert!(s.round_trip.is_some());
+        assert_eq!(s.interval, cfg.interval);
+        assert_ne!(s.interval, Duration::from_millis(100), "the default would hide it");
+        assert_eq!(s.rwnd_clamp_bytes, Some(38 * SEGMENT_BYTES));
+        assert_eq!((s.duration, s.warmup), (cfg.schedule.end(), Duration::ZERO));
+        let cubic = parse_variant("cubic:droptail").unwrap();
+        assert_eq!(scenario(&cfg, &cubic, 100_000_000, "cubic").rwnd_clamp_bytes, None);
+    }
+
     #[test]
     fn each_rate_gets_its_round_trip_and_window_cap() {
         let cfg = args().config();
