@@ -362,20 +362,6 @@ impl Report {
         }
     }
 
-    /// A report written as markdown: its `# ` line the title, the rest as
-    /// it is.
-    pub fn from_markdown(md: &str) -> Report {
-        let (title, rest) = match md.strip_prefix("# ") {
-            Some(t) => t.split_once('\n').unwrap_or((t, "")),
-            None => ("", md),
-        };
-        let mut r = Report::new(title.trim());
-        if !rest.trim().is_empty() {
-            r.markdown(rest.trim_start_matches('\n'));
-        }
-        r
-    }
-
     pub fn heading(&mut self, level: u8, text: impl Into<String>) -> &mut Self {
         self.blocks.push(Block::Heading(level, text.into()));
         self

@@ -106,14 +106,6 @@ impl ResultsDir {
         Ok(())
     }
 
-    /// The end of an experiment's run: its runs as data (runs.json), and
-    /// the report its summary's markdown holds (an experiment not yet
-    /// declaring its report in the model).
-    pub fn write_up<T: Serialize>(&self, runs: &T, summary: &str) -> Result<Report> {
-        self.write_json("runs.json", runs)?;
-        Ok(Report::from_markdown(summary))
-    }
-
     /// A report in each of its forms: summary.md, runs.csv (its table of
     /// runs, if it has one) and index.html.
     pub fn write_report(&self, report: &Report) -> Result<()> {
