@@ -55,8 +55,8 @@ fn check_cells(c: &Check) -> Vec<String> {
 }
 
 fn md_table(s: &mut String, heads: &[String], rows: impl Iterator<Item = Vec<String>>) {
-    let _ = writeln!(s, "| {} |", heads.join(" | "));
-    let _ = writeln!(s, "|{}", " --- |".repeat(heads.len()));
+    let heads: Vec<&str> = heads.iter().map(String::as_str).collect();
+    super::tables::table_header(s, &heads);
     for row in rows {
         let cells: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
         let _ = writeln!(s, "| {} |", cells.join(" | "));
