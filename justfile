@@ -187,7 +187,7 @@ vm-test KERNEL="all": _root
         VM_KERNEL=6.1 netns-lab/vm/run-in-vm sh -c "r=0; cd loader; for t in $loader; do echo \"     Running \$t\"; \$t --test-threads=1 $skip || r=1; done; cd ../netns-lab; env DCTCP_BPF_VM=1 $vm --include-ignored --test-threads=1 --nocapture red_step_backend_holds_dctcp_at_k before_tcx_ || r=1; just check-leftovers /dev/null || r=1; exit \$r"
     fi
 
-# cargo-mutants over seven scopes, each against the tests that reach it:
+# cargo-mutants over eight scopes, each against the tests that reach it:
 # analysis (the lab's statistics, theory, schedule, fairness and units,
 # the loader's parameters, algorithms and models: unit tests), instance
 # (attach/detach, the attach file and `loader check`: the lifecycle,
@@ -196,9 +196,10 @@ vm-test KERNEL="all": _root
 # lifecycle tests), experiments (the experiments' validation, plans and
 # analysis, the trace's and the faults' readings: unit tests), switch
 # (tc-qdisc's backends, faults' settings, marker's record: unit tests),
-# dualpi2 (tc-qdisc's model of bpf-dualpi2: unit tests) and capture
-# (`lab rtts`' counts and the pcapng format: unit tests).
-# SCOPES picks some (default all seven; the first five took 2 h 53 min on
+# dualpi2 (tc-qdisc's model of bpf-dualpi2: unit tests), capture
+# (`lab rtts`' counts and the pcapng format: unit tests) and report (the
+# report model and its markdown and HTML: unit tests).
+# SCOPES picks some (default all eight; the first five took 2 h 53 min on
 # 2 CPUs at 46356d7, docs/testing.md).
 # Results per mutant in target/mutants-<scope>/mutants.out/. Fails when
 # fewer than MIN percent (default 90) of the viable mutants of the scopes
@@ -211,7 +212,7 @@ mutants *ARGS: _root
     #!/usr/bin/env bash
     set -uo pipefail
     min=${MIN:-90}
-    scopes=${SCOPES:-analysis instance preflight experiments switch dualpi2 capture}
+    scopes=${SCOPES:-analysis instance preflight experiments switch dualpi2 capture report}
     diff=()
     [ -z "${DIFF:-}" ] || diff=(--in-diff "$(realpath "$DIFF")")
     # A mutant of detach leaks map-mode registrations; none may outlive the run.
@@ -280,7 +281,12 @@ mutants *ARGS: _root
             fns="$fns|packet_block_len|write_block|ns|u16|u32|options|push_option|end_options|finish|written"
             cargo mutants "${out[@]}" -p netns-lab -f netns-lab/src/capture/rtts.rs -f netns-lab/src/capture/pcapng.rs \
                 --re "$(named "$fns")" {{ARGS}} -C --lib ;;
-        *) echo "just mutants: no scope $scope (analysis, instance, preflight, experiments, switch, dualpi2, capture)" >&2; exit 2 ;;
+        report)
+            # The report model and its markdown and HTML renderings (`lab
+            # compare`'s page and the browser's view: tests/report.rs).
+            cargo mutants "${out[@]}" -p netns-lab -f netns-lab/src/report/model.rs -f netns-lab/src/report/render.rs \
+                {{ARGS}} -C --lib ;;
+        *) echo "just mutants: no scope $scope (analysis, instance, preflight, experiments, switch, dualpi2, capture, report)" >&2; exit 2 ;;
         esac
         # 2 and 3: mutants missed or timed out, which the score below weighs;
         # anything else (a failing baseline, bad arguments) ends the run.

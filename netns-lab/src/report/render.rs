@@ -463,6 +463,41 @@ mod tests {
     }
 
     #[test]
+    fn code_inside_bold_stays_code_and_bold_inside_code_stays_text() {
+        assert_eq!(
+            inline("**a `<b>`** `**c**`"),
+            "<strong>a <code>&lt;b&gt;</code></strong> <code>**c**</code>"
+        );
+    }
+
+    #[test]
+    fn only_an_escaped_bar_joins_cells_and_a_backslash_stays() {
+        assert_eq!(split_row(r"| a\b | c\|d | e |"), [r"a\b", "c|d", "e"]);
+    }
+
+    #[test]
+    fn numbers_align_right_and_verdicts_get_their_colour() {
+        let mut out = String::new();
+        let cells = ["12", "-3", ".5", "-", "v1", "n/a", "yes", "**NO**", "1 MB"];
+        html_table(
+            &mut out,
+            &[],
+            std::iter::once(cells.map(String::from).to_vec()),
+        );
+        let classes: Vec<&str> = out
+            .split("<td")
+            .skip(1)
+            .map(|td| td.split('>').next().unwrap())
+            .collect();
+        let n = r#" class="n""#;
+        assert_eq!(
+            classes,
+            [n, n, n, "", "", "", r#" class="yes""#, r#" class="no""#, n],
+            "{out}"
+        );
+    }
+
+    #[test]
     fn markdown_notes_become_headings_tables_lists_and_paragraphs() {
         let html = markdown_html(
             "## Packets\n\nOne line\nand the next.\n\n| a | b \\| c |\n| --- | --- |\n| 1 | x |\n- item one\n  goes on\n- two\nAfter.\n",
