@@ -198,7 +198,7 @@ vm-test KERNEL="all": _root
 # (tc-qdisc's backends, faults' settings, marker's record: unit tests),
 # dualpi2 (tc-qdisc's model of bpf-dualpi2: unit tests), capture
 # (`lab rtts`' counts and the pcapng format: unit tests) and report (the
-# report model and its markdown and HTML: unit tests).
+# report model, its markdown and HTML, `lab compare`'s page: unit tests).
 # SCOPES picks some (default all eight; the first five took 2 h 53 min on
 # 2 CPUs at 46356d7, docs/testing.md).
 # Results per mutant in target/mutants-<scope>/mutants.out/. Fails when
@@ -282,10 +282,10 @@ mutants *ARGS: _root
             cargo mutants "${out[@]}" -p netns-lab -f netns-lab/src/capture/rtts.rs -f netns-lab/src/capture/pcapng.rs \
                 --re "$(named "$fns")" {{ARGS}} -C --lib ;;
         report)
-            # The report model and its markdown and HTML renderings (`lab
-            # compare`'s page and the browser's view: tests/report.rs).
+            # The report model, its markdown and HTML, and `lab compare`'s
+            # page (its command, and the browser's view: tests/report.rs).
             cargo mutants "${out[@]}" -p netns-lab -f netns-lab/src/report/model.rs -f netns-lab/src/report/render.rs \
-                {{ARGS}} -C --lib ;;
+                -f netns-lab/src/report/compare.rs --exclude-re "$(named 'command|write_page')" {{ARGS}} -C --lib ;;
         *) echo "just mutants: no scope $scope (analysis, instance, preflight, experiments, switch, dualpi2, capture, report)" >&2; exit 2 ;;
         esac
         # 2 and 3: mutants missed or timed out, which the score below weighs;

@@ -472,6 +472,159 @@ fn read_throughput(path: &Path) -> Result<Option<(Vec<f64>, Vec<Vec<f64>>)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write as _;
+
+    /// A run folder as `lab queue` leaves it: lab.json, config.json, runs.csv.
+    fn run(dir: &Path, experiment: &str, config: &str, csv: &str) -> PathBuf {
+        std::fs::create_dir_all(dir).unwrap();
+        let info = serde_json::json!({
+            "experiment": experiment,
+            "command": format!("lab {experiment} {config}"),
+            "started": "20261205-120000",
+        });
+        std::fs::write(dir.join("lab.json"), info.to_string()).unwrap();
+        std::fs::write(dir.join("config.json"), config).unwrap();
+        if !csv.is_empty() {
+            std::fs::write(dir.join("runs.csv"), csv).unwrap();
+        }
+        dir.to_path_buf()
+    }
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("compare-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn the_page_names_what_differs_and_puts_each_figure_beside_its_own() {
+        let d = tmp("page");
+        // Both folders are named r1: the page names them by their path.
+        // The second writes its columns in another order and lacks a row.
+        let a = run(
+            &d.join("a/r1"),
+            "queue",
+            r#"{"k":20,"rate":"100M","star":{"flows":2}}"#,
+            "rate,algo,mean,drops\n100M,bpf_dctcp,17.5,0\n100M,cubic,350,2\n",
+        );
+        let b = run(
+            &d.join("b/r1"),
+            "queue",
+            r#"{"k":30,"rate":"100M","star":{"flows":4}}"#,
+            "rate,algo,drops,mean\n100M,bpf_dctcp,0,26.25\n",
+        );
+        let runs = read_runs(&[a.clone(), b.clone()]).unwrap();
+        let out = ResultsDir::create(&d, "", Some(&d.join("page"))).unwrap();
+        let md = crate::report::render::markdown(&page(&runs, &out).unwrap());
+        let (na, nb) = (a.display().to_string(), b.display().to_string());
+        let expected = format!(
+            "# lab queue: 2 runs compared\n\n\
+             - **{na}**: `lab queue {{\"k\":20,\"rate\":\"100M\",\"star\":{{\"flows\":2}}}}`\n\
+             - **{nb}**: `lab queue {{\"k\":30,\"rate\":\"100M\",\"star\":{{\"flows\":4}}}}`\n\n\
+             ## What differs\n\n\
+             | option | {na} | {nb} |\n| --- | --- | --- |\n| k | 20 | 30 |\n| star.flows | 2 | 4 |\n\n\
+             ## Series overlaid\n\n\
+             The runs share no run folder with a queue or throughput series (queue.csv.gz, throughput.csv).\n\n\
+             ## Figures side by side\n\n\
+             ### 100M bpf_dctcp\n\n\
+             | figure | {na} | {nb} | last / first |\n| --- | --- | --- | --- |\n\
+             | mean | 17.5 | 26.25 | 1.500 |\n| drops | 0 | 0 | - |\n\n\
+             ### 100M cubic\n\n\
+             | figure | {na} | {nb} | last / first |\n| --- | --- | --- | --- |\n\
+             | mean | 350 | - | - |\n| drops | 2 | - | - |\n"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+        assert_eq!(md, expected);
+    }
+
+    #[test]
+    fn runs_the_same_but_by_chance_and_without_runs_csv_say_so() {
+        let d = tmp("same");
+        let a = run(&d.join("x"), "incast", r#"{"k":20}"#, "");
+        let b = run(&d.join("y"), "incast", r#"{"k":20}"#, "");
+        let runs = read_runs(&[a, b]).unwrap();
+        assert_eq!((runs[0].name.as_str(), runs[1].name.as_str()), ("x", "y"));
+        let out = ResultsDir::create(&d, "", Some(&d.join("page"))).unwrap();
+        let md = crate::report::render::markdown(&page(&runs, &out).unwrap());
+        let _ = std::fs::remove_dir_all(&d);
+        assert!(
+            md.contains("are the same: they differ only by chance"),
+            "{md}"
+        );
+        assert!(md.contains("No run has a runs.csv"), "{md}");
+        assert!(!md.contains("| option |"), "{md}");
+    }
+
+    #[test]
+    fn only_the_run_folders_every_run_has_are_overlaid() {
+        let d = tmp("overlay");
+        let a = run(&d.join("a"), "queue", "{}", "");
+        let b = run(&d.join("b"), "queue", "{}", "");
+        for (run, q) in [(&a, [3.0, 5.0]), (&b, [30.0, 50.0])] {
+            let sub = run.join("100M-cubic");
+            std::fs::create_dir_all(&sub).unwrap();
+            std::fs::write(
+                sub.join("throughput.csv"),
+                "t,f0,f1\n0.5,40,50\n1.0,45,55\n",
+            )
+            .unwrap();
+            let f = std::fs::File::create(sub.join("queue.csv.gz")).unwrap();
+            let mut gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+            writeln!(gz, "t_ns,qlen_pkts\n1,{}\n2,{}", q[0], q[1]).unwrap();
+            gz.finish().unwrap();
+        }
+        // Only in the first run: not overlaid.
+        std::fs::create_dir_all(a.join("1G-cubic")).unwrap();
+        std::fs::write(a.join("1G-cubic/throughput.csv"), "t,f0\n0.5,900\n").unwrap();
+        let runs = read_runs(&[a.clone(), b]).unwrap();
+        let out = ResultsDir::create(&d, "", Some(&d.join("page"))).unwrap();
+        let report = page(&runs, &out).unwrap();
+        let files: Vec<String> = report
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                crate::report::model::Block::Figures(f) => Some(f.iter().map(|f| f.file.clone())),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let drawn = files.iter().all(|f| out.file(f).exists());
+        let queue = read_queue(&a.join("100M-cubic/queue.csv.gz")).unwrap();
+        let rates = read_throughput(&a.join("100M-cubic/throughput.csv")).unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+        assert_eq!(
+            files,
+            [
+                "100M-cubic_queue_cdf.png",
+                "100M-cubic_throughput.png",
+                "100M-cubic_flow_rates.png"
+            ]
+        );
+        assert!(drawn, "{files:?}");
+        assert_eq!(queue, Some(vec![3.0, 5.0]));
+        assert_eq!(
+            rates,
+            Some((vec![0.5, 1.0], vec![vec![40.0, 45.0], vec![50.0, 55.0]]))
+        );
+    }
+
+    #[test]
+    fn what_is_no_pair_of_runs_of_one_experiment_is_refused() {
+        let d = tmp("refuse");
+        let a = run(&d.join("a"), "queue", "{}", "");
+        let b = run(&d.join("b"), "incast", "{}", "");
+        std::fs::create_dir_all(d.join("empty")).unwrap();
+        let err = |dirs: &[PathBuf]| read_runs(dirs).err().map(|e| format!("{e:#}"));
+        let one = err(&[a.clone()]);
+        let mixed = err(&[a.clone(), b]);
+        let missing = err(&[a.clone(), d.join("nothere")]);
+        let empty = err(&[a, d.join("empty")]);
+        let _ = std::fs::remove_dir_all(&d);
+        assert!(one.unwrap().contains("give two runs or more"));
+        assert!(mixed.unwrap().contains("of `lab queue`,"));
+        assert!(missing.unwrap().contains("no such folder"));
+        assert!(empty.unwrap().contains("is empty"));
+    }
 
     #[test]
     fn csv_fields_keep_their_commas_and_quotes() {
