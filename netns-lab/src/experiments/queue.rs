@@ -1114,6 +1114,8 @@ mod tests {
         let unclamped = config(&["--rwnd-clamp", "0"]);
         let s = scenario(&unclamped, 100_000_000, &dctcp, "dl123", None);
         assert_eq!(s.rwnd_clamp_bytes, None);
+        // The trace is on unless --no-trace says.
+        assert!(c.trace && !config(&["--no-trace"]).trace);
     }
 
     /// The report prints the figures of the run recorded with the

@@ -698,6 +698,18 @@ mod tests {
         }));
     }
 
+    /// --quick cuts only the reduced grid, to two points; a grid asked
+    /// for by name is run whole.
+    #[test]
+    fn quick_runs_two_points_of_the_reduced_grid_only() {
+        let quick = defaults(&["--quick"]).grid;
+        assert_eq!(quick.len(), 2);
+        assert!(quick.contains(&Setting::SEED_BEST));
+        assert_eq!(defaults(&[]).grid, Grid::Reduced.settings());
+        assert_eq!(defaults(&["--quick", "--grid", "none"]).grid, []);
+        assert_eq!(defaults(&["--grid", "none"]).grid, []);
+    }
+
     fn defaults(args: &[&str]) -> XdctcpConfig {
         use clap::Parser;
         #[derive(Parser)]

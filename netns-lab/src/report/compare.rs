@@ -361,21 +361,14 @@ fn overlays(r: &mut Report, runs: &[Run], out: &ResultsDir) -> Result<()> {
                 });
             }
             if let Some((t, flows)) = read_throughput(&dir.join("throughput.csv"))? {
+                let (total, means) = summed_and_means(&t, &flows);
                 totals.push(Series {
                     name: run.name.clone(),
-                    points: t
-                        .iter()
-                        .enumerate()
-                        .map(|(i, &t)| (t, flows.iter().map(|f| f[i]).sum()))
-                        .collect(),
+                    points: total,
                 });
                 per_flow.push(Series {
                     name: run.name.clone(),
-                    points: flows
-                        .iter()
-                        .enumerate()
-                        .map(|(i, f)| (i as f64, f.iter().sum::<f64>() / f.len().max(1) as f64))
-                        .collect(),
+                    points: means,
                 });
             }
         }
@@ -432,6 +425,22 @@ fn overlays(r: &mut Report, runs: &[Run], out: &ResultsDir) -> Result<()> {
     }
     r.figures(figs);
     Ok(())
+}
+
+/// Throughput over time: the flows' sum at each time, and each flow's
+/// mean (flow i at x = i).
+fn summed_and_means(t: &[f64], flows: &[Vec<f64>]) -> (Vec<(f64, f64)>, Vec<(f64, f64)>) {
+    let total = t
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| (t, flows.iter().map(|f| f[i]).sum()))
+        .collect();
+    let means = flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (i as f64, f.iter().sum::<f64>() / f.len().max(1) as f64))
+        .collect();
+    (total, means)
 }
 
 /// The queue length found by each arrival (queue.csv.gz's `qlen_pkts`).
@@ -573,6 +582,11 @@ mod tests {
             writeln!(gz, "t_ns,qlen_pkts\n1,{}\n2,{}", q[0], q[1]).unwrap();
             gz.finish().unwrap();
         }
+        // A run folder with a throughput series only: overlaid too.
+        for run in [&a, &b] {
+            std::fs::create_dir_all(run.join("100M-dctcp")).unwrap();
+            std::fs::write(run.join("100M-dctcp/throughput.csv"), "t,f0\n0.5,90\n").unwrap();
+        }
         // Only in the first run: not overlaid.
         std::fs::create_dir_all(a.join("1G-cubic")).unwrap();
         std::fs::write(a.join("1G-cubic/throughput.csv"), "t,f0\n0.5,900\n").unwrap();
@@ -597,7 +611,9 @@ mod tests {
             [
                 "100M-cubic_queue_cdf.png",
                 "100M-cubic_throughput.png",
-                "100M-cubic_flow_rates.png"
+                "100M-cubic_flow_rates.png",
+                "100M-dctcp_throughput.png",
+                "100M-dctcp_flow_rates.png",
             ]
         );
         assert!(drawn, "{files:?}");
@@ -605,6 +621,14 @@ mod tests {
         assert_eq!(
             rates,
             Some((vec![0.5, 1.0], vec![vec![40.0, 45.0], vec![50.0, 55.0]]))
+        );
+        let (t, flows) = rates.unwrap();
+        assert_eq!(
+            summed_and_means(&t, &flows),
+            (
+                vec![(0.5, 90.0), (1.0, 100.0)],
+                vec![(0.0, 42.5), (1.0, 52.5)]
+            )
         );
     }
 
