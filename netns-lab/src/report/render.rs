@@ -471,6 +471,33 @@ mod tests {
     }
 
     #[test]
+    fn config_values_are_named_by_path_and_only_lists_of_scalars_joined() {
+        let v = serde_json::json!({
+            "k": 20,
+            "rates": [1, 2],
+            "star": {"flows": [{"cc": "a"}, {"cc": null}]},
+            "grid": [[1, 2], [3]],
+            "mixed": [1, {"y": "z"}],
+        });
+        let mut rows = vec![];
+        flatten("", &v, &mut rows);
+        let rows: Vec<String> = rows.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        assert_eq!(
+            rows,
+            [
+                "grid[0]=1, 2",
+                "grid[1]=3",
+                "k=20",
+                "mixed[0]=1",
+                "mixed[1].y=z",
+                "rates=1, 2",
+                "star.flows[0].cc=a",
+                "star.flows[1].cc=-",
+            ]
+        );
+    }
+
+    #[test]
     fn only_an_escaped_bar_joins_cells_and_a_backslash_stays() {
         assert_eq!(split_row(r"| a\b | c\|d | e |"), [r"a\b", "c|d", "e"]);
     }
