@@ -486,12 +486,15 @@ mod tests {
     /// A run folder as `lab queue` leaves it: lab.json, config.json, runs.csv.
     fn run(dir: &Path, experiment: &str, config: &str, csv: &str) -> PathBuf {
         std::fs::create_dir_all(dir).unwrap();
-        let info = serde_json::json!({
-            "experiment": experiment,
-            "command": format!("lab {experiment} {config}"),
-            "started": "20261205-120000",
-        });
-        std::fs::write(dir.join("lab.json"), info.to_string()).unwrap();
+        let info = RunInfo {
+            experiment: experiment.into(),
+            command: format!("lab {experiment} {config}"),
+            started: "20261205-120000".into(),
+        };
+        ResultsDir::create(dir, "", Some(dir))
+            .unwrap()
+            .write_json("lab.json", &info)
+            .unwrap();
         std::fs::write(dir.join("config.json"), config).unwrap();
         if !csv.is_empty() {
             std::fs::write(dir.join("runs.csv"), csv).unwrap();
