@@ -218,7 +218,7 @@ mutants *ARGS: _root
     # A mutant of detach leaks the test instances (t_*) it should have
     # removed: their pins (dropping a link's last pin detaches it), then
     # the map-mode registrations no pin holds. None may outlive the run.
-    trap 'rm -rf /sys/fs/bpf/dctcp-bpf/t_*; tools/clear-stale-registrations' EXIT
+    trap 'tools/clear-stale-registrations --pins' EXIT
     # -C: the targets to build and run, both (after `--` cargo-mutants would
     # still build every test target for each mutant, 15-20 s of linking).
     # Functions by name (cargo-mutants' --re): `replace NAME ->` and `... in NAME`.

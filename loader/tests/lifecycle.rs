@@ -572,6 +572,15 @@ fn xdctcp_and_kdctcp_attach_beside_dctcp_with_their_own_parameters() {
     );
 }
 
+/// The attach modes this kernel has: map always, link from Linux 6.4.
+fn attach_modes() -> &'static [&'static str] {
+    if has_struct_ops_links() {
+        &["link", "map"]
+    } else {
+        &["map"]
+    }
+}
+
 /// A step of attach that fails after the kernel holds both registrations is
 /// rolled back: nothing registered, nothing pinned. The failure is real: the
 /// attach's staging directory (named after its pid, which `exec` keeps) is
@@ -580,11 +589,7 @@ fn xdctcp_and_kdctcp_attach_beside_dctcp_with_their_own_parameters() {
 #[test]
 fn attach_failing_after_registration_rolls_everything_back() {
     require_root();
-    let modes: &[&str] = if has_struct_ops_links() {
-        &["link", "map"]
-    } else {
-        &["map"]
-    };
+    let modes = attach_modes();
     for &mode in modes {
         let name = format!("t_rb_{mode}");
         clear_stale(&name);
@@ -621,6 +626,52 @@ fn attach_failing_after_registration_rolls_everything_back() {
         assert!(
             !loader_ok(&["list"]).contains(&name),
             "{mode}: listed after the failed attach"
+        );
+    }
+}
+
+/// What a run that dies between attach and detach leaves (a mutant of
+/// detach under `just mutants` does it) goes with `just mutants`' exit,
+/// `tools/clear-stale-registrations --pins`: the pins, which detaches a
+/// link-mode instance, then the registrations map mode keeps with no pin.
+#[test]
+fn a_dead_runs_instances_go_with_the_pins_and_registrations_it_left() {
+    require_root();
+    let modes = attach_modes();
+    let names: Vec<String> = modes.iter().map(|m| format!("t_dl_{m}")).collect();
+    for (name, mode) in names.iter().zip(modes) {
+        // The run dies: no detach.
+        std::mem::forget(Attached::new(name, &["--mode", mode]));
+        assert!(registered(name) && registered(&format!("{name}_reno")));
+    }
+    let tool = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tools/clear-stale-registrations"
+    );
+    let out = std::process::Command::new(tool)
+        .arg("--pins")
+        .args(&names)
+        .output()
+        .expect("running tools/clear-stale-registrations");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let list = loader_ok(&["list"]);
+    for name in &names {
+        assert!(
+            err.contains(&format!("removed the pins of {name}")),
+            "{err}"
+        );
+        assert!(!Path::new("/sys/fs/bpf/dctcp-bpf").join(name).exists());
+        assert!(!list.contains(name.as_str()), "{name} still listed: {list}");
+        // A link's last reference is put from a work queue: give it a second.
+        let gone = || !registered(name) && !registered(&format!("{name}_reno"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while !gone() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(
+            gone(),
+            "{name}: still registered after its pins went: {err}"
         );
     }
 }
