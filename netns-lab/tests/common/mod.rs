@@ -156,7 +156,9 @@ pub fn stolen_ceiling(ceiling: f64, steal: f64) -> f64 {
 /// The most of the lab's CPU the hypervisor may take from a run that is
 /// judged: a bound gives way to steal only up to here. The recorded runs
 /// took 0.4-15 % (15 pinned runs, 2026-11-29), 12 % and 28 % (one fresh
-/// clone's pair, 2026-11-30; docs/notes/2026-12-04-testing-record.md): at
+/// clone's pair, 2026-11-30; docs/notes/2026-12-04-testing-record.md), at
+/// most 0.3 % in ten fresh clones' 60 runs (2026-12-04/05,
+/// docs/notes/2026-12-05-findings-spreads.md): one run in 77 over 25 %. At
 /// 25 % a 0.80 floor is 0.60, and a stalled flow of two (0.50) still fails.
 pub const STEAL_CAP: f64 = 0.25;
 
