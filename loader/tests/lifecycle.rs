@@ -644,17 +644,9 @@ fn a_dead_runs_instances_go_with_the_pins_and_registrations_it_left() {
         std::mem::forget(Attached::new(name, &["--mode", mode]));
         assert!(registered(name) && registered(&format!("{name}_reno")));
     }
-    let tool = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tools/clear-stale-registrations"
-    );
-    let out = std::process::Command::new(tool)
-        .arg("--pins")
-        .args(&names)
-        .output()
-        .expect("running tools/clear-stale-registrations");
-    let err = stderr(&out);
-    assert!(out.status.success(), "{err}");
+    let mut args = vec!["--pins"];
+    args.extend(names.iter().map(String::as_str));
+    let err = clear_stale_registrations(&args);
     let list = loader_ok(&["list"]);
     for name in &names {
         assert!(

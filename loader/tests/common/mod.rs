@@ -83,19 +83,26 @@ pub fn clear_stale(name: &str) {
     if !registered(name) && !registered(&format!("{name}_reno")) {
         return;
     }
+    clear_stale_registrations(&[name]);
+}
+
+/// `tools/clear-stale-registrations ARGS`, which must succeed: its stderr,
+/// where it names each pin and registration it removed.
+pub fn clear_stale_registrations(args: &[&str]) -> String {
     let tool = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../tools/clear-stale-registrations"
     );
     let out = Command::new(tool)
-        .arg(name)
+        .args(args)
         .output()
         .expect("running tools/clear-stale-registrations");
+    let err = stderr(&out);
     assert!(
         out.status.success(),
-        "clear-stale-registrations {name}: {}",
-        stderr(&out)
+        "clear-stale-registrations {args:?}: {err}"
     );
+    err
 }
 
 /// An attached instance, detached when the test ends however it ends.
